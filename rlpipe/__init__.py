@@ -1,0 +1,2 @@
+"""rlpipe: reinforcement learning as a pipeline of small middleware over a typed context."""
+__version__ = "0.1.0"

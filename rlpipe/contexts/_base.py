@@ -1,0 +1,101 @@
+"""The `Context` base: a dataclass whose fields are the only names middleware may set."""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from typing import Any, ClassVar, FrozenSet, Iterable, Tuple
+
+
+class ContextFieldError(AttributeError):
+    """Raised when code sets (or keeps) a field that the context class does not declare."""
+
+    def __init__(self, name: str, ctx_cls: type, action: str = "set") -> None:
+        declared = sorted(field_names(ctx_cls))
+        close = difflib.get_close_matches(name, declared, n=3, cutoff=0.6)
+        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        super().__init__(
+            f"cannot {action} field {name!r} on {ctx_cls.__name__}: it is not a declared field.{hint} "
+            f"To add a field, subclass {ctx_cls.__name__} as a @dataclasses.dataclass and declare it "
+            f"there. Declared fields: {', '.join(declared)}."
+        )
+        self.field = name
+        self.context_class = ctx_cls
+        self.close_matches = close
+
+
+def field_names(ctx_cls: type) -> FrozenSet[str]:
+    """The declared field names of a context class (cached on the class)."""
+    cached = ctx_cls.__dict__.get("_field_cache")
+    if cached is None:
+        cached = frozenset(f.name for f in dataclasses.fields(ctx_cls))
+        setattr(ctx_cls, "_field_cache", cached)  # type.__setattr__: not guarded
+    return cached
+
+
+@dataclasses.dataclass
+class Context:
+    """Messenger between middleware. Subclass it (as a dataclass) to declare fields.
+
+    Only declared fields can be set; `keep()` marks fields that survive `renew()` for the whole
+    run. Kept fields should hold small values (counters, floats), never tensors or modules.
+    """
+
+    total_step: int = 0
+    """How many iterations (renews) this run has completed."""
+
+    _private: ClassVar[Tuple[str, ...]] = ("_kept",)
+
+    def __post_init__(self) -> None:
+        if "_kept" not in self.__dict__:
+            object.__setattr__(self, "_kept", frozenset({"total_step"}))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name not in field_names(type(self)):
+            raise ContextFieldError(name, type(self))
+        object.__setattr__(self, name, value)
+
+    def keep(self, *names: str) -> None:
+        """Mark fields that are carried into every later `renew()` of this run."""
+        declared = field_names(type(self))
+        for name in names:
+            if name not in declared:
+                raise ContextFieldError(name, type(self), action="keep")
+        object.__setattr__(self, "_kept", self._kept | frozenset(names))
+
+    @property
+    def kept(self) -> FrozenSet[str]:
+        """The names of the kept fields."""
+        return self._kept
+
+    def renew(self) -> "Context":
+        """A fresh instance of the same class with kept values carried and `total_step` + 1."""
+        new = type(self)()
+        object.__setattr__(new, "_kept", new._kept | self._kept)
+        for name in self._kept:
+            object.__setattr__(new, name, getattr(self, name))
+        object.__setattr__(new, "total_step", self.total_step + 1)
+        return new
+
+    def kept_state(self) -> dict:
+        """The kept fields as a plain dict (for checkpoints)."""
+        return {name: getattr(self, name) for name in sorted(self._kept)}
+
+    def load_kept_state(self, state: dict) -> None:
+        """Restore kept fields saved by `kept_state()`; the names are kept from now on."""
+        self.keep(*state)
+        for name, value in state.items():
+            setattr(self, name, value)
+
+    def has_default(self, name: str) -> bool:
+        """Whether `name` is declared with a default that a reader can use (anything but None)."""
+        for f in dataclasses.fields(self):
+            if f.name == name:
+                if f.default is not dataclasses.MISSING:
+                    return f.default is not None
+                return f.default_factory is not dataclasses.MISSING
+        return False
+
+
+def declared(ctx_cls: type) -> Iterable[dataclasses.Field]:
+    """The declared fields of a context class, in order."""
+    return dataclasses.fields(ctx_cls)

@@ -1,0 +1,2 @@
+"""rlpipe.data"""
+__all__: list = []

@@ -1,0 +1,2 @@
+"""rlpipe.envs"""
+__all__: list = []

@@ -1,0 +1,2 @@
+"""rlpipe.middleware"""
+__all__: list = []

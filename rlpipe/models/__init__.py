@@ -1,0 +1,2 @@
+"""rlpipe.models"""
+__all__: list = []

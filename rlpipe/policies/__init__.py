@@ -1,0 +1,2 @@
+"""rlpipe.policies"""
+__all__: list = []

@@ -1,0 +1,2 @@
+"""rlpipe.zoo"""
+__all__: list = []

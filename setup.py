@@ -1,0 +1,28 @@
+from setuptools import find_packages, setup
+
+setup(
+    name="rlpipe",
+    version="0.1.0",
+    description="Reinforcement learning as a pipeline of small middleware over a typed context.",
+    packages=find_packages(include=["rlpipe", "rlpipe.*"]),
+    package_data={"rlpipe": ["py.typed"]},
+    python_requires=">=3.10",
+    install_requires=[
+        "torch>=2.1",
+        "gymnasium>=1.0",
+        "numpy>=1.24",
+        "easydict>=1.10",
+        "DI-treetensor>=0.4",
+        "tensorboard>=2.14",
+        "tqdm>=4.60",
+    ],
+    extras_require={
+        "ray": ["ray>=2.9"],
+        "box2d": ["gymnasium[box2d]>=1.0"],
+        "atari": ["gymnasium[atari]>=1.0"],
+        "mujoco": ["gymnasium[mujoco]>=1.0"],
+        "plot": ["matplotlib>=3.7"],
+        "test": ["pytest>=7.4", "pytest-timeout>=2.1"],
+    },
+    entry_points={"console_scripts": ["rlpipe=rlpipe.cli:main"]},
+)
