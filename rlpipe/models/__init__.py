@@ -1,2 +1,16 @@
-"""rlpipe.models"""
-__all__: list = []
+"""rlpipe.models: torch networks (no knowledge of the rest of rlpipe)."""
+from ._errors import ObservationShapeError, UnsupportedSpaceError
+from .conv import ConvTrunk
+from .encoder import Encoder, build_encoder
+from .mlp import MLP
+from .q_network import QNetwork
+
+__all__ = [
+    "ConvTrunk",
+    "Encoder",
+    "MLP",
+    "ObservationShapeError",
+    "QNetwork",
+    "UnsupportedSpaceError",
+    "build_encoder",
+]

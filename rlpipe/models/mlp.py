@@ -1,0 +1,47 @@
+"""A plain multi-layer perceptron."""
+from __future__ import annotations
+
+from typing import Sequence, Type
+
+import torch
+from torch import nn
+
+from ._errors import ObservationShapeError
+
+
+class MLP(nn.Module):
+    """Linear layers with `activation` between them: in_dim → *hidden → out_dim.
+
+    With `activate_output=True` the activation also follows the last layer (use it for an
+    encoder whose output feeds further layers). Inputs are [..., in_dim]; a different last
+    dimension raises `ObservationShapeError`.
+    """
+
+    def __init__(
+        self,
+        in_dim: int,
+        out_dim: int,
+        hidden: Sequence[int] = (64, 64),
+        activation: Type[nn.Module] = nn.ReLU,
+        *,
+        activate_output: bool = False,
+    ) -> None:
+        super().__init__()
+        sizes = [int(in_dim), *(int(h) for h in hidden), int(out_dim)]
+        if any(s <= 0 for s in sizes):
+            raise ValueError(f"MLP layer sizes must be positive, got {sizes} "
+                             f"(in_dim={in_dim}, hidden={tuple(hidden)}, out_dim={out_dim}).")
+        layers: list = []
+        for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+            layers.append(nn.Linear(a, b))
+            if i < len(sizes) - 2 or activate_output:
+                layers.append(activation())
+        self.net = nn.Sequential(*layers)
+        self.in_dim = sizes[0]
+        self.out_dim = sizes[-1]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[-1:] != (self.in_dim,):
+            raise ObservationShapeError(
+                f"MLP expects inputs of shape [..., {self.in_dim}], got {tuple(x.shape)}.")
+        return self.net(x)
