@@ -1,0 +1,265 @@
+"""`online_logger`: scalars of each iteration to TensorBoard and to a JSON-lines metrics file.
+
+The step axis is `ctx.env_step`. One JSON object per logged iteration goes to
+`<run_dir>/metrics.jsonl`; the same scalars go to TensorBoard under `<run_dir>/tb` (tags equal the
+JSON keys). Keys of a row:
+
+- always: `env_step`, `train_iter`, `total_step`, `time` (Unix time), `wall_time` (seconds since
+  this logger was made);
+- `train/<name>`: the scalars of `ctx.train_output` (a dict, or the mean over a list of dicts),
+  averaged over the iterations since the last shown one (`train_show_freq`);
+- `eval/return_mean`: `ctx.eval_value` when an evaluation ran this iteration (finite);
+- `collect/episode_return_mean`, `collect/episode_length_mean`, `collect/episodes`: from
+  `ctx.episode_info`, the episodes that finished this iteration;
+- every entry of `ctx.info_for_logging`, under its own name.
+
+Non-finite and non-scalar values are skipped; numpy and torch scalars become floats. Iterations
+with nothing to log write no row. A resumed run appends to the same files and continues the same
+step axis (TensorBoard events at or after the resumed step are purged from view).
+"""
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import time
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Union
+
+from rlpipe.engine import contract, current_task
+
+from ._cfg import setting
+from ._io import PathLike, resolve_run_dir
+
+METRICS_FILE = "metrics.jsonl"
+TB_DIR = "tb"
+
+
+def to_scalar(value: Any) -> Optional[float]:
+    """`value` as a finite float if it is a real number (Python, numpy or a one-element tensor), else None."""
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, numbers.Real):
+        out = float(value)
+    else:
+        size = getattr(value, "size", None)
+        numel = getattr(value, "numel", None)
+        try:
+            if callable(numel):  # torch tensor
+                if numel() != 1 or value.is_complex():
+                    return None
+                out = float(value.detach().reshape(()).item())
+            elif size == 1 and hasattr(value, "dtype") and value.dtype.kind in "biuf":  # numpy
+                out = float(value.reshape(()).item())
+            else:
+                return None
+        except (TypeError, ValueError, AttributeError, RuntimeError):
+            return None
+    return out if math.isfinite(out) else None
+
+
+def _mean_scalars(outputs: Iterable[Dict[str, Any]]) -> Dict[str, float]:
+    sums: Dict[str, float] = {}
+    counts: Dict[str, int] = {}
+    for out in outputs:
+        for key, value in out.items():
+            x = to_scalar(value)
+            if x is not None:
+                sums[key] = sums.get(key, 0.0) + x
+                counts[key] = counts.get(key, 0) + 1
+    return {key: sums[key] / counts[key] for key in sums}
+
+
+def read_metrics(path: PathLike, keep_replaced: bool = False) -> List[Dict[str, Any]]:
+    """The rows of a metrics file (or of `<run_dir>/metrics.jsonl`), in order.
+
+    A torn last line (a crash mid-write) is skipped. When a resumed run appended rows from an
+    earlier env step than the previous session reached, the previous session's rows at or after
+    that step are dropped (as TensorBoard hides them), unless `keep_replaced`.
+    """
+    p = Path(path)
+    if p.is_dir():
+        p = p / METRICS_FILE
+    rows: List[Dict[str, Any]] = []
+    session_start: Optional[float] = None
+    with open(p, "r", encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a row cut short by a crash
+            start = row.get("time", 0.0) - row.get("wall_time", 0.0)
+            if session_start is not None and abs(start - session_start) > 0.5 and not keep_replaced:
+                step = row.get("env_step", 0)
+                rows = [r for r in rows if r.get("env_step", 0) < step]
+            session_start = start
+            rows.append(row)
+    return rows
+
+
+@contract(
+    reads=("env_step", "train_iter", "total_step", "train_output", "eval_value",
+           "episode_info", "info_for_logging"),
+    writes=(),
+)
+class OnlineLogger:
+    """The middleware made by `online_logger`; see the module docstring for what it writes."""
+
+    def __init__(
+        self,
+        cfg: Any = None,
+        run_dir: Optional[PathLike] = None,
+        train_show_freq: int = 1,
+        tensorboard: bool = True,
+        flush_secs: float = 10.0,
+    ) -> None:
+        if not isinstance(train_show_freq, int) or train_show_freq < 1:
+            raise ValueError(
+                f"online_logger(train_show_freq={train_show_freq!r}): must be an int >= 1 "
+                f"(log train outputs every that many train iterations)."
+            )
+        self.run_dir = resolve_run_dir(cfg, run_dir, "online_logger")
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.metrics_path = self.run_dir / METRICS_FILE
+        self.tb_dir = self.run_dir / TB_DIR
+        self.tensorboard = bool(tensorboard) and setting(cfg, "logger.tensorboard", True) is not False
+        self.train_show_freq = train_show_freq
+        self.flush_secs = flush_secs
+        self._start = time.time()
+        self._last_flush = time.monotonic()
+        self._file = self._open_metrics()
+        self._writer: Any = None
+        self._pending_train: List[Dict[str, Any]] = []
+        self._last_train_show: Optional[int] = None
+        self._closed = False
+
+    def _open_metrics(self):
+        # A crash may have torn the last row: start on a fresh line so appended rows stay parsable.
+        needs_newline = False
+        if self.metrics_path.exists() and self.metrics_path.stat().st_size > 0:
+            with open(self.metrics_path, "rb") as f:
+                f.seek(-1, 2)
+                needs_newline = f.read(1) != b"\n"
+        f = open(self.metrics_path, "a", encoding="utf-8")
+        if needs_newline:
+            f.write("\n")
+        return f
+
+    def _tb_writer(self, step: int) -> Any:
+        if self._writer is None:
+            from torch.utils.tensorboard import SummaryWriter  # imported only when used
+
+            resumed = self.tb_dir.is_dir() and any(self.tb_dir.glob("events.out.tfevents.*"))
+            self._writer = SummaryWriter(
+                log_dir=str(self.tb_dir),
+                purge_step=step if resumed else None,
+                flush_secs=max(1, int(self.flush_secs)),
+            )
+        return self._writer
+
+    def _train_scalars(self, ctx: Any) -> Dict[str, float]:
+        out = ctx.train_output
+        if isinstance(out, dict):
+            self._pending_train.append(out)
+        elif isinstance(out, (list, tuple)):
+            self._pending_train.extend(o for o in out if isinstance(o, dict))
+        if not self._pending_train:
+            return {}
+        it = ctx.train_iter
+        last = self._last_train_show
+        if self.train_show_freq > 1 and last is not None and it - last < self.train_show_freq:
+            return {}
+        self._last_train_show = it
+        means = _mean_scalars(self._pending_train)
+        self._pending_train = []
+        return {f"train/{k}": v for k, v in means.items()}
+
+    def _metrics(self, ctx: Any) -> Dict[str, float]:
+        """The metrics of this iteration (without the step/time columns); empty when nothing to log."""
+        metrics: Dict[str, float] = {}
+        if getattr(ctx, "train_output", None) is not None or self._pending_train:
+            metrics.update(self._train_scalars(ctx))
+        eval_value = to_scalar(getattr(ctx, "eval_value", None))
+        if eval_value is not None:
+            metrics["eval/return_mean"] = eval_value
+        episodes = getattr(ctx, "episode_info", None)
+        if episodes:
+            returns = [r for r in (to_scalar(e.get("return")) for e in episodes) if r is not None]
+            lengths = [n for n in (to_scalar(e.get("length")) for e in episodes) if n is not None]
+            if returns:
+                metrics["collect/episode_return_mean"] = sum(returns) / len(returns)
+            if lengths:
+                metrics["collect/episode_length_mean"] = sum(lengths) / len(lengths)
+            metrics["collect/episodes"] = float(len(episodes))
+        for key, value in (getattr(ctx, "info_for_logging", None) or {}).items():
+            x = to_scalar(value)
+            if x is not None:
+                metrics[str(key)] = x
+        return metrics
+
+    def __call__(self, ctx: Any) -> None:
+        if self._closed:
+            raise RuntimeError(
+                f"online_logger for {self.run_dir} was called after close(): make a new logger "
+                f"for a new run."
+            )
+        metrics = self._metrics(ctx)
+        step = int(getattr(ctx, "env_step", ctx.train_iter))
+        if metrics:
+            now = time.time()
+            record: Dict[str, Union[int, float]] = {
+                "env_step": step,
+                "train_iter": int(ctx.train_iter),
+                "total_step": int(ctx.total_step),
+                "time": round(now, 3),
+                "wall_time": round(now - self._start, 3),
+            }
+            record.update(metrics)
+            self._file.write(json.dumps(record) + "\n")
+            if self.tensorboard:
+                writer = self._tb_writer(step)
+                for tag, value in metrics.items():
+                    writer.add_scalar(tag, value, global_step=step, walltime=now)
+        if current_task().finish:
+            self.flush()
+        elif time.monotonic() - self._last_flush >= self.flush_secs:
+            self.flush()
+
+    def flush(self) -> None:
+        """Push buffered rows and events to disk."""
+        self._last_flush = time.monotonic()
+        if not self._file.closed:
+            self._file.flush()
+        if self._writer is not None:
+            self._writer.flush()
+
+    def close(self) -> None:
+        """Flush and close the files (idempotent); called by the Task at stop."""
+        if self._closed:
+            return
+        self._closed = True
+        self._file.close()
+        if self._writer is not None:
+            self._writer.close()
+
+
+def online_logger(
+    cfg: Any = None,
+    run_dir: Optional[PathLike] = None,
+    train_show_freq: int = 1,
+    tensorboard: bool = True,
+) -> OnlineLogger:
+    """Log each iteration's scalars to `<run_dir>/metrics.jsonl` and TensorBoard (`<run_dir>/tb`).
+
+    `run_dir` defaults to `cfg.run_dir`. `train_show_freq`: log the train outputs (averaged over
+    the iterations in between) once every that many train iterations. TensorBoard is written when
+    `tensorboard` is true and `cfg.logger.tensorboard` is not false. Files are flushed every 10 s,
+    when `current_task().finish` is set, and at `close()`.
+    """
+    return OnlineLogger(cfg, run_dir=run_dir, train_show_freq=train_show_freq, tensorboard=tensorboard)
+
+
+__all__ = ["OnlineLogger", "online_logger", "read_metrics", "to_scalar"]
