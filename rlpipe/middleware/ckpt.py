@@ -13,6 +13,7 @@ so a crash leaves either the previous file or the new one, never half of one.
 from __future__ import annotations
 
 import collections
+import functools
 import io
 import json
 import math
@@ -43,6 +44,7 @@ _LOAD_ERRORS = (RuntimeError, EOFError, pickle.UnpicklingError, zipfile.BadZipFi
                 ValueError, KeyError, AttributeError, ImportError, IndexError)
 
 
+@functools.lru_cache(maxsize=1)
 def _version() -> str:
     try:
         return metadata.version("rlpipe")

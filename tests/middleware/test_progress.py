@@ -1,0 +1,74 @@
+"""progress_bar: draws env steps, it/s, train_iter and last eval to a given file; safe without a TTY."""
+import io
+
+import pytest
+from easydict import EasyDict
+
+from rlpipe.contexts import OnlineRLContext
+from rlpipe.engine import _current, contract_of
+from rlpipe.middleware.progress import progress_bar
+
+
+class FakeTask:
+    finish = False
+
+
+@pytest.fixture
+def running():
+    task = FakeTask()
+    _current.set_running(task)
+    yield task
+    _current.set_running(None)
+
+
+def _drive(bar, n_iter, running):
+    ctx = OnlineRLContext()
+    for i in range(n_iter):
+        ctx.env_step += 50
+        ctx.train_iter += 5
+        if i == 1:
+            ctx.last_eval_value = 123.25
+        running.finish = i == n_iter - 1
+        bar(ctx)
+        ctx = ctx.renew()
+
+
+def test_writes_to_a_given_file(running):
+    out = io.StringIO()
+    bar = progress_bar(total_env_steps=200, desc="cartpole", file=out, disable=False)
+    _drive(bar, 4, running)
+    text = out.getvalue()
+    assert "cartpole" in text and "200/200" in text
+    assert "train_iter=20" in text and "eval=123.25" in text and "it/s=" in text
+    bar.close()  # idempotent after the close at finish
+
+
+def test_total_from_cfg_and_open_ended(running):
+    out = io.StringIO()
+    bar = progress_bar(EasyDict(max_env_step=1000), file=out, disable=False)
+    _drive(bar, 2, running)
+    assert "100/1.00k" in out.getvalue() or "100/1000" in out.getvalue()
+    out = io.StringIO()
+    bar = progress_bar(file=out, disable=False)
+    _drive(bar, 2, running)
+    assert "100" in out.getvalue()
+
+
+def test_not_a_tty_disables_without_crashing(running):
+    out = io.StringIO()  # isatty() is False
+    bar = progress_bar(total_env_steps=100, file=out)
+    assert bar.disabled
+    _drive(bar, 3, running)
+    bar.close()
+    assert out.getvalue() == ""
+
+
+def test_close_without_any_iteration(running):
+    bar = progress_bar(file=io.StringIO(), disable=False)
+    bar.close()
+    bar.close()
+
+
+def test_contract_reads_only():
+    c = contract_of(progress_bar(file=io.StringIO()))
+    assert c.writes == frozenset() and c.reads == {"env_step", "train_iter", "last_eval_value"}
