@@ -1,0 +1,177 @@
+"""`ReplayBuffer`: uniform experience replay over preallocated ring storage."""
+from __future__ import annotations
+
+import threading
+from typing import Any, Dict, Mapping, Optional
+
+import numpy as np
+
+from ._controller import SampleRatioController
+from ._serialize import load_state, save_state
+from ._storage import ArrayStorage
+
+RESERVED_KEYS = ("index", "weight")
+"""Keys that `sample` adds to a batch; a pushed batch may not use them."""
+
+
+def _check_capacity(capacity: Any, owner: str) -> int:
+    if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)) or capacity <= 0:
+        raise ValueError(f"{owner}: capacity must be a positive int (rows to hold), got {capacity!r}")
+    return int(capacity)
+
+
+class ReplayBuffer:
+    """Transitions in preallocated arrays; a full buffer overwrites its oldest rows.
+
+    `push(batch)` takes a dict of arrays with a leading batch dim B (one row per transition;
+    a nested observation is a nested dict of arrays). The first push lays the storage out
+    (keys, row shapes, dtypes); later pushes must match it. `sample(batch_size)` draws rows
+    uniformly with replacement and adds `"index"` (int64 row numbers).
+
+    Thread-safe for one writer and one reader running concurrently: a lock covers the index
+    math and the copies, so a sampled row is never half old and half new.
+    """
+
+    def __init__(self, capacity: int, seed: Optional[int] = None,
+                 controller: Optional[SampleRatioController] = None) -> None:
+        name = type(self).__name__
+        self._capacity = _check_capacity(capacity, name)
+        self._storage = ArrayStorage(self._capacity, name)
+        self._pos = 0
+        self._size = 0
+        self._pushes = 0
+        self._rng = np.random.default_rng(seed)
+        self.controller = controller
+        self._lock = threading.Lock()
+
+    # -- properties -----------------------------------------------------------------------
+    @property
+    def capacity(self) -> int:
+        """Most rows held; the oldest are overwritten beyond it."""
+        return self._capacity
+
+    @property
+    def position(self) -> int:
+        """The row the next push writes first."""
+        return self._pos
+
+    def __len__(self) -> int:
+        return self._size
+
+    # -- writing --------------------------------------------------------------------------
+    def push(self, batch: Mapping[str, Any]) -> None:
+        """Append B transitions (a dict of arrays with leading dim B), overwriting the oldest."""
+        for key in RESERVED_KEYS:
+            if isinstance(batch, Mapping) and key in batch:
+                raise KeyError(f"{type(self).__name__}.push: key {key!r} is reserved (sample adds it); "
+                               "rename it or drop it before pushing a sampled batch back")
+        with self._lock:
+            rows, n = self._storage.prepare(batch)
+            if n == 0:
+                return
+            if self._storage.arrays is None:
+                self._storage.allocate(rows)
+            start, kept = self._pos, n
+            if n > self._capacity:  # only the newest `capacity` rows survive
+                kept = self._capacity
+                rows = {p: a[n - kept:] for p, a in rows.items()}
+                start = (self._pos + n - kept) % self._capacity
+            self._storage.write(rows, start)
+            self._pushes += 1
+            self._on_write((start + np.arange(kept)) % self._capacity)
+            self._pos = (self._pos + n) % self._capacity
+            self._size = min(self._size + n, self._capacity)
+            if self.controller is not None:
+                self.controller.on_insert(n)
+
+    def _on_write(self, rows: np.ndarray) -> None:
+        """Hook for subclasses, called under the lock with the rows just written."""
+
+    def clear(self) -> None:
+        """Forget every row (the layout and the controller's counters stay)."""
+        with self._lock:
+            self._pos = 0
+            self._size = 0
+
+    # -- reading --------------------------------------------------------------------------
+    def _check_sample(self, batch_size: int) -> None:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
+            raise ValueError(f"{type(self).__name__}.sample: batch_size must be a positive int, "
+                             f"got {batch_size!r}")
+        if self._size == 0:
+            raise RuntimeError(f"{type(self).__name__}.sample: the buffer is empty; push transitions "
+                               "before sampling (a SampleRatioController with min_samples gates this)")
+
+    def sample(self, batch_size: int) -> Dict[str, Any]:
+        """`batch_size` rows drawn uniformly with replacement, plus `"index"` (int64)."""
+        with self._lock:
+            self._check_sample(batch_size)
+            index = self._rng.integers(0, self._size, size=int(batch_size), dtype=np.int64)
+            batch = self._storage.read(index)
+            if self.controller is not None:
+                self.controller.on_sample(1)
+        batch["index"] = index
+        return batch
+
+    # -- state ----------------------------------------------------------------------------
+    def state_dict(self) -> Dict[str, Any]:
+        """Rows held, write position, size, RNG state and the controller's counters (copies)."""
+        with self._lock:
+            return self._state()
+
+    def _state(self) -> Dict[str, Any]:
+        return {
+            "kind": type(self).__name__,
+            "version": 1,
+            "capacity": self._capacity,
+            "position": self._pos,
+            "size": self._size,
+            "pushes": self._pushes,
+            "rng": self._rng.bit_generator.state,
+            "controller": None if self.controller is None else self.controller.state_dict(),
+            "data": self._storage.state(self._size),
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore a `state_dict()`; the capacity and kind must match this buffer's."""
+        name = type(self).__name__
+        if state.get("kind") != name:
+            raise ValueError(f"{name}.load_state_dict: the state was saved by a {state.get('kind')!r}, "
+                             f"not a {name}; load it into a {state.get('kind')}")
+        if int(state["capacity"]) != self._capacity:
+            raise ValueError(f"{name}.load_state_dict: the state holds capacity {state['capacity']} but "
+                             f"this buffer has capacity {self._capacity}; build the buffer with "
+                             f"capacity={state['capacity']}")
+        with self._lock:
+            self._storage.load(state["data"], int(state["size"]))
+            self._pos = int(state["position"])
+            self._size = int(state["size"])
+            self._pushes = int(state["pushes"])
+            self._rng.bit_generator.state = state["rng"]
+            if self.controller is not None and state.get("controller") is not None:
+                self.controller.load_state_dict(state["controller"])
+            self._load_extra(state)
+
+    def _load_extra(self, state: Mapping[str, Any]) -> None:
+        """Hook for subclasses, called under the lock."""
+
+    def save(self, path: str) -> None:
+        """Write the state to `path` (one .npz file, written atomically, no pickle)."""
+        save_state(self.state_dict(), path)
+
+    def load(self, path: str) -> None:
+        """Restore a buffer written by `save(path)`."""
+        self.load_state_dict(load_state(path))
+
+    # -- misc -----------------------------------------------------------------------------
+    def __getstate__(self) -> Dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(capacity={self._capacity}, len={self._size}, position={self._pos})"
