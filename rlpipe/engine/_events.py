@@ -1,0 +1,57 @@
+"""A small thread-safe event bus: `on`, `once`, `off`, `emit`."""
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from ._names import middleware_name
+
+
+class EventBus:
+    """Listeners by event name. Handlers run in the emitting thread, outside the lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._handlers: Dict[str, List[Tuple[Callable[..., Any], bool]]] = {}
+
+    def on(self, event: str, fn: Callable[..., Any]) -> None:
+        self._add(event, fn, once=False)
+
+    def once(self, event: str, fn: Callable[..., Any]) -> None:
+        self._add(event, fn, once=True)
+
+    def _add(self, event: str, fn: Callable[..., Any], once: bool) -> None:
+        if not callable(fn):
+            raise TypeError(f"handler for event {event!r} must be callable, got {fn!r}")
+        with self._lock:
+            self._handlers.setdefault(event, []).append((fn, once))
+
+    def off(self, event: str, fn: Optional[Callable[..., Any]] = None) -> None:
+        with self._lock:
+            if fn is None:
+                self._handlers.pop(event, None)
+                return
+            kept = [(h, o) for h, o in self._handlers.get(event, ()) if h is not fn and h != fn]
+            if kept:
+                self._handlers[event] = kept
+            else:
+                self._handlers.pop(event, None)
+
+    def emit(self, event: str, *args: Any, **kwargs: Any) -> None:
+        with self._lock:
+            handlers = self._handlers.get(event)
+            if not handlers:
+                return
+            snapshot = list(handlers)
+            if any(once for _, once in handlers):
+                self._handlers[event] = [(h, o) for h, o in handlers if not o]
+        for fn, _ in snapshot:
+            try:
+                fn(*args, **kwargs)
+            except BaseException as exc:
+                exc.add_note(f"in handler {middleware_name(fn)!r} of event {event!r}")
+                raise
+
+    def clear(self) -> None:
+        with self._lock:
+            self._handlers.clear()

@@ -1,0 +1,431 @@
+"""`Task`: runs a chain of middleware over a context, in order (sync) or as a dataflow graph (async)."""
+from __future__ import annotations
+
+import time
+import types
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, FrozenSet, List, Optional, Tuple, Type
+
+from rlpipe.contexts import Context, OnlineRLContext
+
+from . import _current
+from ._compose import Parallel, Serial
+from ._contract import contract, contract_of
+from ._errors import PipelineError
+from ._events import EventBus
+from ._flow import Flow, Node, Suspended, discard
+from ._names import middleware_name, set_name
+from ._profile import MiddlewareStats, Profile
+from ._roles import Role
+from ._scheduler import dependencies, run_graph
+from ._validate import validate_chain
+
+Middleware = Callable[[Any], Any]
+_Gen = types.GeneratorType
+
+
+def _noop_backward() -> None:
+    """Nothing runs after the yield of a middleware that did not yield."""
+
+
+class Task:
+    """Runs middleware over a context. `task` is a global instance; make others with `Task()`.
+
+    >>> t = Task()
+    >>> with t.start():
+    ...     _ = t.use(lambda ctx: None)
+    ...     t.run(max_step=2)
+    """
+
+    role: Type[Role] = Role
+
+    def __init__(self) -> None:
+        self._chain: List[Node] = []
+        self._wrappers: List[Callable[[Middleware], Middleware]] = []
+        self._events = EventBus()
+        self._flow = Flow()
+        self._roles: set = set()
+        self._ctx: Optional[Context] = None
+        self._ctx_used = False
+        self._started = False
+        self._running = False
+        self._async = False
+        self._executor: Optional[ThreadPoolExecutor] = None
+        self._finish = False
+        self._reset_stats()
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    def start(self, async_mode: bool = False, ctx: Optional[Context] = None,
+              n_workers: Optional[int] = None) -> "Task":
+        """Begin a run: set the context (default `OnlineRLContext()`); use as a context manager.
+
+        In async mode one thread pool of `n_workers` threads (default: the executor's default)
+        is created here and shut down by `stop()`.
+        """
+        if self._started:
+            raise RuntimeError("this Task is already started: call stop() (or leave its `with` "
+                               "block) before starting it again")
+        if ctx is None:
+            ctx = OnlineRLContext()
+        elif not isinstance(ctx, Context):
+            raise TypeError(f"start(ctx=...) takes a rlpipe.contexts.Context instance, got "
+                            f"{type(ctx).__name__}; e.g. ctx=OnlineRLContext()")
+        if n_workers is not None:
+            if not async_mode:
+                raise ValueError("n_workers applies to async_mode=True only; drop it or set "
+                                 "async_mode=True")
+            if n_workers < 1:
+                raise ValueError(f"n_workers must be at least 1, got {n_workers}")
+        self._ctx = ctx
+        self._ctx_used = False
+        self._async = bool(async_mode)
+        self._finish = False
+        self._reset_stats()
+        if self._async:
+            self._executor = ThreadPoolExecutor(max_workers=n_workers,
+                                                thread_name_prefix="rlpipe-task-worker")
+        self._started = True
+        return self
+
+    def __enter__(self) -> "Task":
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> bool:
+        if exc is None:
+            self.stop()
+            return False
+        try:
+            self.stop()
+        except Exception as stop_exc:  # keep the run's error first; report this one on it
+            exc.add_note(f"stopping the task after this error also failed: {stop_exc!r}")
+        return False
+
+    def stop(self) -> None:
+        """End the run: shut the worker pool down, `close()` each middleware once (also after an
+        error), and clear the chain, wrappers and event listeners. Roles are kept."""
+        if self._running:
+            raise RuntimeError("stop() was called during run(); to end the run from a "
+                               "middleware set task.finish = True")
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor = None
+        chain, self._chain = self._chain, []
+        self._wrappers = []
+        self._events.clear()
+        self._started = False
+        errors: List[BaseException] = []
+        seen: set = set()
+        for node in reversed(chain):
+            if id(node.original) in seen or isinstance(node.original, type):
+                continue
+            seen.add(id(node.original))
+            close = getattr(node.original, "close", None)
+            if not callable(close):
+                continue
+            try:
+                close()
+            except Exception as exc:  # close every middleware, then report
+                exc.add_note(f"in close() of middleware {node.name!r}")
+                errors.append(exc)
+        if errors:
+            for other in errors[1:]:
+                errors[0].add_note(f"close() of another middleware also failed: {other!r}")
+            raise errors[0]
+
+    # ---- the chain -------------------------------------------------------------------------
+
+    def use(self, fn: Middleware) -> "Task":
+        """Append a middleware (function, one-`yield` generator function, or callable object)."""
+        if not callable(fn):
+            raise TypeError(f"task.use() takes a middleware: a callable fn(ctx), got {fn!r}")
+        declared = contract_of(fn)
+        wrapped = fn
+        for decorator in self._wrappers:
+            wrapped = decorator(wrapped)
+        if wrapped is not fn and declared is not None and contract_of(wrapped) != declared:
+            try:
+                contract(declared.reads, declared.writes, declared.reads_after)(wrapped)
+            except (AttributeError, TypeError):
+                pass  # the node below carries the contract anyway
+        node = Node(wrapped, fn, middleware_name(fn), contract_of(wrapped) or declared)
+        self._chain.append(node)
+        self._counts.append(0)
+        self._totals.append(0.0)
+        self._names.append(node.name)
+        return self
+
+    def use_wrapper(self, decorator: Callable[[Middleware], Middleware]) -> "Task":
+        """Wrap every middleware `use()`d from now on: `use(fn)` runs `decorator(fn)`."""
+        if not callable(decorator):
+            raise TypeError(f"use_wrapper() takes a callable decorator, got {decorator!r}")
+        self._wrappers.append(decorator)
+        return self
+
+    def void(self) -> Middleware:
+        """A middleware that does nothing and touches no field (for other roles' middleware)."""
+        @contract()
+        def void(ctx: Any) -> None:
+            return None
+        return void
+
+    def serial(self, *fns: Middleware) -> Middleware:
+        """One middleware that runs `fns` in order (their post-`yield` parts in reverse)."""
+        return Serial(self._flow, fns)
+
+    def parallel(self, *fns: Middleware) -> Middleware:
+        """One middleware that runs `fns` concurrently in threads; they must not conflict."""
+        return Parallel(self._flow, fns)
+
+    # ---- context ---------------------------------------------------------------------------
+
+    @property
+    def ctx(self) -> Context:
+        """The current iteration's context."""
+        if self._ctx is None:
+            raise RuntimeError("task.ctx is set by task.start(); start the task first")
+        return self._ctx
+
+    def renew(self) -> "Task":
+        """Replace the context with `ctx.renew()` (kept fields carried, total_step + 1)."""
+        self._ctx = self.ctx.renew()
+        self._ctx_used = False
+        return self
+
+    @property
+    def finish(self) -> bool:
+        """Set to True (from any middleware) to end the run after the current iteration."""
+        return self._finish
+
+    @finish.setter
+    def finish(self, value: bool) -> None:
+        self._finish = bool(value)
+
+    @property
+    def async_mode(self) -> bool:
+        return self._async
+
+    # ---- running ---------------------------------------------------------------------------
+
+    def run(self, max_step: Optional[int] = None) -> None:
+        """Validate the chain, then run iterations until `finish` or `max_step` iterations.
+
+        On the last iteration under `max_step`, `finish` is already True while middleware run.
+        Emits "finish" (with the context) when the run ends without error.
+        """
+        if not self._started:
+            raise RuntimeError("task.run() needs a started task: `with task.start(): ...`")
+        if self._running:
+            raise RuntimeError("task.run() is already running")
+        if max_step is not None and max_step < 1:
+            raise ValueError(f"max_step must be a positive number of iterations or None, got {max_step}")
+        nodes = list(self._chain)
+        if not nodes:
+            raise PipelineError("the chain is empty: add middleware with task.use(fn) before task.run()")
+        validate_chain([(n.name, n.contract) for n in nodes], self.ctx)
+        if self._ctx_used:
+            self.renew()
+        if self._async:
+            deps = dependencies([n.contract for n in nodes])
+            iterate = lambda ctx: self._iterate_async(ctx, nodes, deps)  # noqa: E731
+        else:
+            iterate = lambda ctx: self._iterate_sync(ctx, nodes)  # noqa: E731
+        self._finish = False
+        self._running = True
+        saved_pending = self._flow.swap([])
+        outer_task = _current._running
+        _current.set_running(self)
+        started = time.perf_counter()
+        try:
+            step = 0
+            while True:
+                if max_step is not None and step == max_step - 1:
+                    self._finish = True
+                self._ctx_used = True
+                iterate(self._ctx)
+                step += 1
+                self._iterations += 1
+                if self._finish:
+                    break
+                self.renew()
+        finally:
+            self._wall += time.perf_counter() - started
+            self._running = False
+            self._flow.swap(saved_pending)
+            _current.set_running(outer_task)
+        self.emit("finish", self._ctx)
+
+    def _iterate_sync(self, ctx: Context, nodes: List[Node]) -> None:
+        counts, totals = self._counts, self._totals
+        pending = self._flow.pending()
+        suspended: List[Tuple[int, Suspended]] = []
+        perf = time.perf_counter
+        i = -1
+        t = perf()
+        try:
+            for node in nodes:
+                i += 1
+                gen = node.fn(ctx)
+                if type(gen) is _Gen:
+                    try:
+                        next(gen)
+                    except StopIteration:
+                        gen = None
+                    if gen is not None or pending:
+                        suspended.append((i, Suspended(node.name, gen, pending[:] or None)))
+                        pending.clear()
+                elif pending:
+                    suspended.append((i, Suspended(node.name, None, pending[:])))
+                    pending.clear()
+                now = perf()
+                totals[i] += now - t
+                counts[i] += 1
+                t = now
+        except BaseException as exc:
+            exc.add_note(self._where(nodes, i, "before its yield"))
+            discard(pending, exc)
+            pending.clear()
+            discard([s for _, s in suspended], exc)
+            raise
+        self._backward(nodes, suspended)
+
+    def _backward(self, nodes: List[Node], suspended: List[Tuple[int, Suspended]]) -> None:
+        perf = time.perf_counter
+        while suspended:
+            i, item = suspended.pop()
+            t = perf()
+            try:
+                self._flow.resume(item)
+            except BaseException as exc:
+                exc.add_note(self._where(nodes, i, "after its yield"))
+                discard([s for _, s in suspended], exc)
+                raise
+            totals = self._totals
+            totals[i] += perf() - t
+
+    def _where(self, nodes: List[Node], i: int, part: str, thread: str = "") -> str:
+        return (f"in middleware {nodes[i].name!r} (position {i} of {len(nodes)} in the chain, "
+                f"{part}{thread})")
+
+    def _iterate_async(self, ctx: Context, nodes: List[Node], deps: List[Tuple[int, ...]]) -> None:
+        assert self._executor is not None
+        suspended, errors = run_graph(self._executor, self._flow, nodes, deps, ctx,
+                                      self._counts, self._totals)
+        if errors:
+            j, first = errors[0]
+            first.add_note(self._where(nodes, j, "before its yield", ", in a worker thread"))
+            for k, other in errors[1:]:
+                first.add_note(f"middleware {nodes[k].name!r} also failed in this iteration: {other!r}")
+            discard([s for _, s in suspended], first)
+            raise first
+        self._backward(nodes, suspended)
+
+    # ---- composite middleware --------------------------------------------------------------
+
+    def forward(self, fn: Middleware, ctx: Optional[Context] = None) -> Optional[types.GeneratorType]:
+        """Run `fn` up to its `yield` inside the calling middleware; `backward()` runs the rest.
+
+        Returns the suspended generator, or None when `fn` did not yield.
+        """
+        if ctx is None:
+            ctx = self.ctx
+        name = middleware_name(fn)
+        try:
+            item = self._flow.enter(fn, ctx, name)
+        except BaseException as exc:
+            exc.add_note(f"in middleware {name!r} (run by task.forward)")
+            raise
+        if item is None:
+            return None
+        self._flow.pending().append(item)
+        return item.gen
+
+    def backward(self) -> None:
+        """Run the post-`yield` parts of what this middleware forwarded, last first."""
+        self._flow.unwind()
+
+    def wrap(self, fn: Middleware) -> Callable[[Context], Callable[[], None]]:
+        """`wrap(fn)(ctx)` runs `fn` to its yield and returns a callable that runs the rest
+        (a no-op callable when `fn` is not a generator)."""
+        name = middleware_name(fn)
+        flow = self._flow
+
+        def forward(ctx: Context) -> Callable[[], None]:
+            try:
+                item = flow.enter(fn, ctx, name)
+            except BaseException as exc:
+                exc.add_note(f"in middleware {name!r} (run by task.wrap)")
+                raise
+            if item is None:
+                return _noop_backward
+
+            def backward() -> None:
+                try:
+                    flow.resume(item)
+                except BaseException as exc:
+                    exc.add_note(f"in middleware {name!r} (after its yield, run by task.wrap)")
+                    raise
+            return backward
+
+        set_name(forward, name)
+        declared = contract_of(fn)
+        if declared is not None:
+            contract(declared.reads, declared.writes, declared.reads_after)(forward)
+        return forward
+
+    # ---- events ----------------------------------------------------------------------------
+
+    def on(self, event: str, fn: Callable[..., Any]) -> None:
+        """Call `fn(*args, **kwargs)` on every `emit(event, ...)` until `off`/`stop()`."""
+        self._events.on(event, fn)
+
+    def once(self, event: str, fn: Callable[..., Any]) -> None:
+        """Call `fn` on the next `emit(event, ...)` only."""
+        self._events.once(event, fn)
+
+    def off(self, event: str, fn: Optional[Callable[..., Any]] = None) -> None:
+        """Remove `fn` (or every handler) from `event`."""
+        self._events.off(event, fn)
+
+    def emit(self, event: str, *args: Any, **kwargs: Any) -> None:
+        """Call the handlers of `event` in this thread (thread-safe); handler errors propagate."""
+        self._events.emit(event, *args, **kwargs)
+
+    # ---- roles -----------------------------------------------------------------------------
+
+    def add_role(self, role: "Role | str") -> "Task":
+        """Declare a role of this process (a single process adds none and serves every role)."""
+        self._roles.add(Role.parse(role))
+        return self
+
+    def has_role(self, role: "Role | str") -> bool:
+        """Whether `role` was added."""
+        return Role.parse(role) in self._roles
+
+    @property
+    def roles(self) -> FrozenSet[Role]:
+        return frozenset(self._roles)
+
+    def serves(self, role: "Role | str") -> bool:
+        """True when no role was added (single process) or `role` was added."""
+        return not self._roles or self.has_role(role)
+
+    # ---- profile ---------------------------------------------------------------------------
+
+    def _reset_stats(self) -> None:
+        self._counts: List[int] = [0] * len(self._chain)
+        self._totals: List[float] = [0.0] * len(self._chain)
+        self._names: List[str] = [n.name for n in self._chain]
+        self._iterations = 0
+        self._wall = 0.0
+
+    def profile(self) -> Profile:
+        """Per-middleware calls and time, iterations and wall time since `start()`."""
+        rows = tuple(MiddlewareStats(i, name, self._counts[i], self._totals[i])
+                     for i, name in enumerate(self._names))
+        return Profile(rows, self._iterations, self._wall, self._async)
+
+    def __repr__(self) -> str:
+        state = "started" if self._started else "stopped"
+        mode = "async" if self._async else "sync"
+        return f"<Task {state} {mode}, {len(self._chain)} middleware>"
