@@ -2,17 +2,24 @@
 the sample-ratio controller and batching to torch."""
 from ._controller import UNLIMITED, SampleRatioController
 from ._gae import compute_gae
+from ._nstep import NStepAccumulator, nstep_targets
 from ._prioritized import PrioritizedReplayBuffer
 from ._replay import ReplayBuffer
 from ._rollout import RolloutStorage
 from ._sumtree import SumTree
+from ._transition import TRANSITION_KEYS, bootstrap_discount, td_targets
 
 __all__ = [
+    "NStepAccumulator",
     "PrioritizedReplayBuffer",
     "ReplayBuffer",
     "RolloutStorage",
     "SampleRatioController",
     "SumTree",
+    "TRANSITION_KEYS",
     "UNLIMITED",
+    "bootstrap_discount",
     "compute_gae",
+    "nstep_targets",
+    "td_targets",
 ]
