@@ -1,5 +1,6 @@
 """Transitions, replay buffers (uniform, prioritized), n-step, on-policy rollouts, GAE,
 the sample-ratio controller and batching to torch."""
+from ._batch import to_torch
 from ._controller import UNLIMITED, SampleRatioController
 from ._gae import compute_gae
 from ._nstep import NStepAccumulator, nstep_targets
@@ -22,4 +23,5 @@ __all__ = [
     "compute_gae",
     "nstep_targets",
     "td_targets",
+    "to_torch",
 ]

@@ -167,6 +167,7 @@ class Task:
         @contract()
         def void(ctx: Any) -> None:
             return None
+        set_name(void, "void")
         return void
 
     def serial(self, *fns: Middleware) -> Middleware:

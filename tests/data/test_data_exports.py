@@ -1,0 +1,30 @@
+import rlpipe.data as data
+
+
+def test_all_lists_the_public_names():
+    assert sorted(data.__all__) == sorted([
+        "NStepAccumulator", "PrioritizedReplayBuffer", "ReplayBuffer", "RolloutStorage",
+        "SampleRatioController", "SumTree", "TRANSITION_KEYS", "UNLIMITED", "bootstrap_discount",
+        "compute_gae", "nstep_targets", "td_targets", "to_torch",
+    ])
+    for name in data.__all__:
+        assert hasattr(data, name), name
+
+
+def test_data_imports_only_contexts_numpy_torch_treetensor():
+    import ast
+    import pathlib
+
+    allowed = {"numpy", "torch", "treetensor", "treevalue", "rlpipe.contexts"}
+    stdlib_ok = {"__future__", "typing", "threading", "sys", "fractions", "json", "os", "tempfile"}
+    for path in pathlib.Path(data.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                assert top in allowed | stdlib_ok or name.startswith("rlpipe.contexts"), (path.name, name)
