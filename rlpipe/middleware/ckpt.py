@@ -99,7 +99,8 @@ class CkptSaver:
       `iter_<train_iter>.pt`, keeping the newest `keep_last` of them (None keeps all);
       `train_freq` defaults to `cfg.ckpt.train_freq`, and no periodic saves when neither is set;
     - `best.pt` when `ctx.eval_value` beats the best evaluation so far (`save_best`);
-    - `final.pt` in the iteration where `current_task().finish` is set (`save_finish`).
+    - `final.pt` in the iteration where `current_task().finish` is set, or else when the task
+      emits "finish" at the end of a run that did not fail (`save_finish`).
 
     `extra_state`: a callable returning more state to save (RNG states, a buffer path …) or a
     plain dict. `run_dir` defaults to `cfg.run_dir`.
@@ -140,6 +141,7 @@ class CkptSaver:
         self.best_value = -math.inf
         self._last_bucket = 0
         self._final_saved = False
+        self._armed_task: Any = None
         self._first_call = True
 
     def _resume_best(self, ctx: Any) -> None:
@@ -180,11 +182,23 @@ class CkptSaver:
         if self.save_best and math.isfinite(ctx.eval_value) and ctx.eval_value > self.best_value:
             self.best_value = float(ctx.eval_value)
             names.append("best.pt")
-        if self.save_finish and not self._final_saved and current_task().finish:
+        task = current_task()
+        if self.save_finish and self._armed_task is not task and callable(getattr(task, "once", None)):
+            # If the run ends in an iteration where finish was set after this saver ran (e.g. by a
+            # later termination_checker), the task's "finish" event still gets final.pt written.
+            self._armed_task = task
+            task.once("finish", self._on_finish)
+        if self.save_finish and not self._final_saved and task.finish:
             self._final_saved = True
             names.append("final.pt")
         if names:
             self.save(ctx, names)
+
+    def _on_finish(self, ctx: Any) -> None:
+        if not self._final_saved:
+            self.save(ctx, ["final.pt"])
+        self._final_saved = False  # ready for another run() of the same saver
+        self._armed_task = None
 
     def save(self, ctx: Any, names: List[str]) -> List[Path]:
         """Write the checkpoint of `ctx` under each of `names` (atomically) and update latest.json."""

@@ -33,7 +33,7 @@ class ProgressBar:
             total=total_env_steps,
             desc=desc,
             unit="step",
-            unit_scale=True,
+            unit_scale=total_env_steps is None or total_env_steps >= 100_000,  # 1.2M, not 1200000
             dynamic_ncols=True,
             file=file,
             disable=disable,

@@ -204,3 +204,37 @@ def test_contract_reads_counters_writes_nothing(tmp_path):
     c = contract_of(CkptSaver(EasyDict(run_dir=str(tmp_path)), FakePolicy()))
     assert c.writes == frozenset()
     assert {"train_iter", "env_step", "eval_value"} <= c.reads
+
+
+@pytest.mark.parametrize("async_mode", [False, True])
+def test_final_through_a_task_even_when_finish_is_set_later(tmp_path, async_mode):
+    from rlpipe.engine import Task, contract
+    from rlpipe.middleware.termination import termination_checker
+
+    @contract(reads=("train_iter",), writes=("train_iter", "env_step"))
+    def learn(ctx):
+        ctx.train_iter += 2
+        ctx.env_step += 10
+
+    with Task().start(async_mode=async_mode, ctx=OnlineRLContext()) as task:
+        task.use(learn)
+        task.use(CkptSaver(EasyDict(run_dir=str(tmp_path)), FakePolicy(), train_freq=4))
+        task.use(termination_checker(max_train_iter=10))  # after the saver: finish comes late
+        task.run(max_step=100)
+    assert _names(tmp_path) == ["final.pt", "iter_4.pt", "iter_8.pt", "latest.json"]
+    final = load_checkpoint(tmp_path)
+    assert final["path"].endswith("final.pt") and final["meta"]["train_iter"] == 10
+
+
+def test_final_through_a_task_under_max_step(tmp_path):
+    from rlpipe.engine import Task, contract
+
+    @contract(reads=("train_iter",), writes=("train_iter",))
+    def learn(ctx):
+        ctx.train_iter += 1
+
+    with Task().start(ctx=OnlineRLContext()) as task:
+        task.use(learn)
+        task.use(CkptSaver(EasyDict(run_dir=str(tmp_path)), FakePolicy(), save_best=False))
+        task.run(max_step=3)
+    assert load_checkpoint(tmp_path, which="final")["ctx"]["train_iter"] == 3

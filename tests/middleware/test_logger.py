@@ -181,3 +181,28 @@ def test_resume_from_an_earlier_step_hides_later_tb_events(tmp_path, running):
     rows = read_metrics(tmp_path)
     assert [r["env_step"] for r in rows] == [10, 20, 30, 40, 50]
     assert len(read_metrics(tmp_path, keep_replaced=True)) == 8
+
+
+@pytest.mark.parametrize("async_mode", [False, True])
+def test_through_a_task(tmp_path, async_mode):
+    from rlpipe.engine import Task, contract
+
+    @contract(reads=("env_step",), writes=("env_step", "episode_info"))
+    def collect(ctx):
+        ctx.env_step += 10
+        ctx.episode_info = [{"return": float(ctx.env_step), "length": 10}]
+
+    @contract(reads=("train_iter",), writes=("train_iter", "train_output"))
+    def learn(ctx):
+        ctx.train_iter += 1
+        ctx.train_output = {"loss": 1.0 / ctx.train_iter}
+
+    with Task().start(async_mode=async_mode, ctx=OnlineRLContext()) as task:
+        task.use(collect)
+        task.use(learn)
+        task.use(online_logger(run_dir=tmp_path, tensorboard=False))
+        task.run(max_step=5)
+    rows = read_metrics(tmp_path)
+    assert [r["env_step"] for r in rows] == [10, 20, 30, 40, 50]
+    assert [r["collect/episode_return_mean"] for r in rows] == [10.0, 20.0, 30.0, 40.0, 50.0]
+    assert rows[-1]["train/loss"] == pytest.approx(0.2)

@@ -89,3 +89,18 @@ def test_contract_reads_only_the_limited_counters():
 def test_missing_counter_is_a_clear_error(running):
     with pytest.raises(AttributeError, match="env_step"):
         termination_checker(max_env_step=5)(OfflineRLContext())
+
+
+@pytest.mark.parametrize("async_mode", [False, True])
+def test_ends_a_task_run(async_mode):
+    from rlpipe.engine import Task, contract
+
+    @contract(reads=("env_step",), writes=("env_step",))
+    def collect(ctx):
+        ctx.env_step += 10
+
+    with Task().start(async_mode=async_mode, ctx=OnlineRLContext()) as task:
+        task.use(collect)
+        task.use(termination_checker(max_env_step=50))
+        task.run(max_step=1000)
+        assert task.ctx.env_step == 50 and task.finish
