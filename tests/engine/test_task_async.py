@@ -193,3 +193,31 @@ def test_composite_middleware_work_in_worker_threads():
         t.use(t.serial(contract(writes=("action",))(onion("s"))))
         t.run(max_step=2)
     assert log.count("inner>") == 2 and log.count("<inner") == 2 and log.count("<s") == 2
+
+
+def test_clean_async_run_leaves_no_thread_after_stop():
+    before = threading.active_count()
+    t = Task()
+    with t.start(async_mode=True, n_workers=3):
+        t.use(contract(writes=("obs",))(lambda ctx: time.sleep(0.01)))
+        t.use(contract(writes=("action",))(lambda ctx: time.sleep(0.01)))
+        t.run(max_step=3)
+        assert threading.active_count() > before  # the pool's workers, started by start()/run()
+    assert threading.active_count() == before
+
+
+def test_one_worker_runs_independent_middleware_one_at_a_time():
+    log = EventLog()
+    run_async(log.middleware("a", writes=("obs",), sleep=0.02),
+              log.middleware("b", writes=("action",), sleep=0.02), n_workers=1, max_step=2)
+    assert not log.overlapped("a", "b") and log.entries.count("a:end") == 2
+
+
+def test_an_order_that_contradicts_the_contracts_times_out_loudly():
+    seq = Sequencer(timeout=0.2)
+    log = EventLog()
+    with pytest.raises(TimeoutError) as info:
+        # the reader must wait for the writer, but is forced to go first
+        run_async(log.middleware("writer", writes=("obs",), step=(seq, 1)),
+                  log.middleware("reader", reads=("obs",), step=(seq, 0)))
+    assert any(".writer" in n or "'writer'" in n for n in info.value.__notes__)
