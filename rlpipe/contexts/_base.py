@@ -69,11 +69,21 @@ class Context:
 
     def renew(self) -> "Context":
         """A fresh instance of the same class with kept values carried and `total_step` + 1."""
-        new = type(self)()
-        object.__setattr__(new, "_kept", new._kept | self._kept)
+        cls = type(self)
+        template = _template(cls)
+        if template is None:  # a subclass with its own __post_init__: build it the slow way
+            new = cls()
+        else:
+            new = cls.__new__(cls)
+            state = new.__dict__
+            state.update(template.values)
+            for name, factory in template.factories:
+                state[name] = factory()
+        state = new.__dict__
+        state["_kept"] = new._kept | self._kept
         for name in self._kept:
-            object.__setattr__(new, name, getattr(self, name))
-        object.__setattr__(new, "total_step", self.total_step + 1)
+            state[name] = self.__dict__[name]
+        state["total_step"] = self.total_step + 1
         return new
 
     def kept_state(self) -> dict:
@@ -94,6 +104,34 @@ class Context:
                     return f.default is not None
                 return f.default_factory is not dataclasses.MISSING
         return False
+
+
+@dataclasses.dataclass(frozen=True)
+class _Template:
+    """What a fresh instance of a context class holds: plain defaults, factories, kept set."""
+
+    values: dict
+    factories: tuple
+
+
+def _template(ctx_cls: type) -> "_Template | None":
+    """A cached fresh-instance template, or None when the class runs its own __post_init__
+    (a user subclass may do more there than keep(), so it must really be constructed)."""
+    if "_renew_template" in ctx_cls.__dict__:
+        return ctx_cls.__dict__["_renew_template"]
+    template = None
+    if ctx_cls.__post_init__.__module__.startswith(__name__.rsplit(".", 1)[0]):
+        fresh = ctx_cls()
+        values, factories = {}, []
+        for f in dataclasses.fields(ctx_cls):
+            if f.default_factory is not dataclasses.MISSING:
+                factories.append((f.name, f.default_factory))
+            else:
+                values[f.name] = fresh.__dict__[f.name]
+        values["_kept"] = fresh._kept
+        template = _Template(values, tuple(factories))
+    setattr(ctx_cls, "_renew_template", template)
+    return template
 
 
 def declared(ctx_cls: type) -> Iterable[dataclasses.Field]:
