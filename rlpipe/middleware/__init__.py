@@ -1,2 +1,33 @@
-"""rlpipe.middleware"""
-__all__: list = []
+"""The middleware library: each item is `fn(ctx)` (or builds one) with a declared contract."""
+from .buffer_io import concat_steps, data_pusher, nstep_reward_enhancer, offpolicy_data_fetcher
+from .ckpt import CkptSaver, load_checkpoint
+from .collector import EpisodeCollector, StepCollector, inferencer, rolloutor
+from .evaluator import evaluate_episodes, interaction_evaluator
+from .exploration import eps_greedy_handler, epsilon_schedule
+from .learner import NonFiniteLossError, OffPolicyLearner, trainer
+from .logger import online_logger
+from .progress import progress_bar
+from .termination import termination_checker
+
+__all__ = [
+    "CkptSaver",
+    "EpisodeCollector",
+    "NonFiniteLossError",
+    "OffPolicyLearner",
+    "StepCollector",
+    "concat_steps",
+    "data_pusher",
+    "eps_greedy_handler",
+    "epsilon_schedule",
+    "evaluate_episodes",
+    "inferencer",
+    "interaction_evaluator",
+    "load_checkpoint",
+    "nstep_reward_enhancer",
+    "offpolicy_data_fetcher",
+    "online_logger",
+    "progress_bar",
+    "rolloutor",
+    "termination_checker",
+    "trainer",
+]

@@ -1,0 +1,93 @@
+"""Moving data between the context and a replay buffer."""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Dict, List, Optional
+
+import numpy as np
+
+from rlpipe.contexts import OnlineRLContext
+from rlpipe.data import NStepAccumulator
+from rlpipe.engine import contract
+
+from ._cfg import setting
+
+log = logging.getLogger(__name__)
+
+
+def concat_steps(steps: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """Per-step dicts of [n_envs] arrays → one dict of transition rows, `valid` rows only."""
+    if not steps:
+        return None
+    merged = {key: _concat([s[key] for s in steps]) for key in steps[0]}
+    valid = merged.pop("valid", None)
+    if valid is not None and not valid.all():
+        merged = _take(merged, np.flatnonzero(valid))
+    return merged
+
+
+def _concat(values: List[Any]) -> Any:
+    if isinstance(values[0], dict):
+        return {k: _concat([v[k] for v in values]) for k in values[0]}
+    return np.concatenate([np.asarray(v) for v in values]) if values[0].ndim else np.asarray(values)
+
+
+def _take(batch: Dict[str, Any], rows: np.ndarray) -> Dict[str, Any]:
+    return {k: _take(v, rows) if isinstance(v, dict) else v[rows] for k, v in batch.items()}
+
+
+def data_pusher(cfg: Any, buffer_: Any) -> Callable:
+    """Push this iteration's transitions (`ctx.trajectories`) into `buffer_`."""
+
+    @contract(reads=("trajectories",), writes=())
+    def _data_pusher(ctx: OnlineRLContext) -> None:
+        batch = concat_steps(ctx.trajectories or [])
+        if batch is not None and len(batch["reward"]):
+            buffer_.push(batch)
+
+    return _data_pusher
+
+
+def nstep_reward_enhancer(cfg: Any) -> Callable:
+    """Turn one-step transitions into n-step ones (`cfg.policy.learn.nstep`, gamma `...gamma`).
+
+    Each output row carries `discount` (gamma**m, or 0 when the episode terminated inside the
+    window); rows of episodes that are still open wait for later iterations.
+    """
+    n = int(setting(cfg, "policy.learn.nstep"))
+    gamma = float(setting(cfg, "policy.learn.gamma"))
+    accumulators: Dict[int, NStepAccumulator] = {}
+
+    @contract(reads=("trajectories",), writes=("trajectories",))
+    def _nstep(ctx: OnlineRLContext) -> None:
+        steps = ctx.trajectories or []
+        if not steps:
+            return
+        n_envs = len(steps[0]["reward"])
+        acc = accumulators.get(n_envs)
+        if acc is None:
+            acc = accumulators[n_envs] = NStepAccumulator(n, gamma, n_envs)
+        out = [done for done in (acc.push(step) for step in steps) if done]
+        ctx.trajectories = [o for o in out if len(o["reward"])]
+
+    return _nstep
+
+
+def offpolicy_data_fetcher(cfg: Any, buffer_: Any) -> Callable:
+    """Sample `cfg.policy.learn.batch_size` transitions into `ctx.train_data`; after the
+    learner ran, write the new priorities back when the buffer is prioritized."""
+    batch_size = int(setting(cfg, "policy.learn.batch_size"))
+
+    @contract(reads=(), writes=("train_data",), reads_after=("train_output",))
+    def _fetcher(ctx: OnlineRLContext):
+        if len(buffer_) < batch_size:
+            ctx.train_data = None
+            yield
+            return
+        ctx.train_data = buffer_.sample(batch_size)
+        yield
+        output = ctx.train_output
+        if isinstance(output, dict) and "priority" in output and hasattr(buffer_, "update_priority"):
+            buffer_.update_priority(ctx.train_data["index"], output["priority"])
+
+    return _fetcher
