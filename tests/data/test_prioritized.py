@@ -38,6 +38,28 @@ def test_sum_tree_matches_cumsum_search_on_random_data():
     assert np.isclose(tree.total, p.sum())
 
 
+def test_sum_tree_stays_exact_under_many_updates_and_tracks_the_min():
+    rng = np.random.default_rng(1)
+    tree = SumTree(300)
+    leaves = np.full(300, np.inf)
+    for step in range(500):
+        idx = rng.integers(0, 300, size=int(rng.integers(1, 64)))
+        val = rng.random(idx.size) + 1e-3
+        if step % 50 == 0:  # ties and zeros too
+            val[:] = 0.5 if step % 100 else 0.0
+        tree.update(idx, val)
+        for i, v in zip(idx, val):  # the last write wins
+            leaves[i] = v
+        held = np.where(np.isinf(leaves), 0.0, leaves)
+        assert tree.total == pytest.approx(held.sum(), rel=1e-12)
+        assert tree.min == leaves.min()
+        np.testing.assert_array_equal(tree.get(np.arange(300)), held)
+    mass = rng.random(2000) * tree.total
+    found = tree.find(mass)
+    assert (tree.get(found) > 0).all()
+    np.testing.assert_array_equal(found, np.searchsorted(np.cumsum(held), mass, side="right"))
+
+
 @pytest.mark.parametrize("alpha", [1.0, 0.5])
 def test_sampling_frequencies_are_proportional_to_priority(alpha):
     buf = filled(10, 10, alpha=alpha, seed=123)
