@@ -136,9 +136,16 @@ class Task:
     # ---- the chain -------------------------------------------------------------------------
 
     def use(self, fn: Middleware) -> "Task":
-        """Append a middleware (function, one-`yield` generator function, or callable object)."""
+        """Append a middleware (function, one-`yield` generator function, or callable object).
+
+        An object middleware with an `attach(task)` method gets it called here, once, so it
+        can subscribe to the task's events (e.g. the checkpoint saver listens to "eval_end").
+        """
         if not callable(fn):
             raise TypeError(f"task.use() takes a middleware: a callable fn(ctx), got {fn!r}")
+        attach = getattr(fn, "attach", None)
+        if callable(attach) and not isinstance(fn, type):
+            attach(self)  # lets an object middleware subscribe to this task's events
         declared = contract_of(fn)
         wrapped = fn
         for decorator in self._wrappers:

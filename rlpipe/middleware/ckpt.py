@@ -98,7 +98,8 @@ class CkptSaver:
     - every `train_freq` train iterations (each time `ctx.train_iter` crosses a multiple of it):
       `iter_<train_iter>.pt`, keeping the newest `keep_last` of them (None keeps all);
       `train_freq` defaults to `cfg.ckpt.train_freq`, and no periodic saves when neither is set;
-    - `best.pt` when `ctx.eval_value` beats the best evaluation so far (`save_best`);
+    - `best.pt` when an evaluation beats the best so far (`save_best`), written when the
+      evaluator emits "eval_end", i.e. with exactly the weights that were evaluated;
     - `final.pt` in the iteration where `current_task().finish` is set, or else when the task
       emits "finish" at the end of a run that did not fail (`save_finish`).
 
@@ -183,16 +184,34 @@ class CkptSaver:
             self.best_value = float(ctx.eval_value)
             names.append("best.pt")
         task = current_task()
-        if self.save_finish and self._armed_task is not task and callable(getattr(task, "once", None)):
-            # If the run ends in an iteration where finish was set after this saver ran (e.g. by a
-            # later termination_checker), the task's "finish" event still gets final.pt written.
-            self._armed_task = task
-            task.once("finish", self._on_finish)
+        self._arm(task)
         if self.save_finish and not self._final_saved and task.finish:
             self._final_saved = True
             names.append("final.pt")
         if names:
             self.save(ctx, names)
+
+    def attach(self, task: Any) -> None:
+        """Called by `task.use(saver)`: listen for evaluations and the end of the run."""
+        self._arm(task)
+
+    def _arm(self, task: Any) -> None:
+        if self._armed_task is task or not callable(getattr(task, "once", None)):
+            return
+        # If the run ends in an iteration where finish was set after this saver ran (e.g. by a
+        # later termination_checker), the task's "finish" event still gets final.pt written.
+        self._armed_task = task
+        if self.save_finish:
+            task.once("finish", self._on_finish)
+        if self.save_best:
+            task.on("eval_end", self._on_eval)
+
+    def _on_eval(self, ctx: Any) -> None:
+        # Called by the evaluator as soon as it has a value: the policy still holds exactly the
+        # weights that were evaluated (the learner of this iteration has not run yet).
+        if math.isfinite(ctx.eval_value) and ctx.eval_value > self.best_value:
+            self.best_value = float(ctx.eval_value)
+            self.save(ctx, ["best.pt"])
 
     def _on_finish(self, ctx: Any) -> None:
         if not self._final_saved:

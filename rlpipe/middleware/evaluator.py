@@ -63,7 +63,7 @@ def interaction_evaluator(cfg: Any, policy: Any, env: Any, render: bool = False)
         ctx.last_eval_value = ctx.eval_value
         log.info("eval at train_iter %d, env_step %d: mean return %.2f (std %.2f, %d episodes)",
                  ctx.train_iter, ctx.env_step, ctx.eval_value, returns.std(), len(returns))
-        task.emit("eval_end", ctx.eval_value)
+        task.emit("eval_end", ctx)
         if stop_value is not None and ctx.eval_value >= float(stop_value):
             log.info("eval return %.2f reached stop_value %s: finishing", ctx.eval_value,
                      stop_value)

@@ -186,7 +186,7 @@ def test_interaction_evaluator_runs_on_schedule_and_finishes_at_stop_value():
     t = Task()
     evaluations = []
     with t.start(ctx=OnlineRLContext()):
-        t.on("eval_end", evaluations.append)
+        t.on("eval_end", lambda c: evaluations.append(c.eval_value))
         t.use(interaction_evaluator(config, _GreedyEval(), FakeEnvManager(n_envs=3, length=5)))
         t.run(max_step=3)
         assert t.ctx.eval_value == 5.0
@@ -205,3 +205,41 @@ def test_evaluator_skips_until_eval_freq_train_iters():
         t.run(max_step=6)
         # evaluated at train_iter 0, 12 and at the end (finish)
         assert t.ctx.last_eval_iter == 20
+
+
+def test_best_checkpoint_holds_the_evaluated_weights(tmp_path):
+    import torch
+
+    from rlpipe.middleware import CkptSaver, load_checkpoint
+
+    class Policy:
+        def __init__(self):
+            self.net = torch.nn.Linear(1, 1)
+
+        def state_dict(self):
+            return {"net": self.net.state_dict()}
+
+    policy = Policy()
+    evaluated = []
+
+    class Eval:
+        def forward(self, obs):
+            evaluated.append(policy.net.weight.item())
+            return {"action": np.zeros(len(obs), dtype=np.int64)}
+
+    def learn(ctx):  # changes the weights after the evaluation of the iteration
+        with torch.no_grad():
+            policy.net.weight += 1.0
+        ctx.train_iter += 10
+
+    config = cfg()
+    config.run_dir = str(tmp_path)
+    t = Task()
+    with t.start(ctx=OnlineRLContext()):
+        t.use(interaction_evaluator(config, Eval(), FakeEnvManager(n_envs=1, length=1)))
+        t.use(learn)
+        t.use(CkptSaver(config, policy))
+        t.run(max_step=3)
+    best = load_checkpoint(str(tmp_path), which="best")
+    # every evaluation had the same return, so best.pt is the first evaluation's weights
+    assert best["policy"]["net"]["weight"].item() == pytest.approx(evaluated[0])
