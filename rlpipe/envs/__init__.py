@@ -1,2 +1,25 @@
-"""rlpipe.envs"""
-__all__: list = []
+"""rlpipe.envs: vectorised environments with final-observation handling and crash recovery.
+
+``EnvManager`` runs n copies of a gymnasium environment (sync, async subprocesses, or the env's
+native vectorised implementation) behind one ``step()`` that never lets a NEXT_STEP
+pseudo-transition through, reports the true final observation of every finished episode, and
+restarts crashed or hung envs.
+"""
+
+from rlpipe.envs._errors import EnvFailureError, MissingDependencyError, UnknownEnvError
+from rlpipe.envs._manager import EnvManager, StepResult
+from rlpipe.envs._obs import BatchObs, obs_to_tree
+from rlpipe.envs._registry import register_env, registered_envs, unregister_env
+
+__all__ = [
+    "BatchObs",
+    "EnvFailureError",
+    "EnvManager",
+    "MissingDependencyError",
+    "StepResult",
+    "UnknownEnvError",
+    "obs_to_tree",
+    "register_env",
+    "registered_envs",
+    "unregister_env",
+]
