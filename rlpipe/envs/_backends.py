@@ -273,7 +273,7 @@ class GymVectorBackend(_Rebuilding):
     def _rebuild_and_reset(self) -> tuple[BatchObs, list[Failure]]:
         errors = []
         for _ in range(MAX_CONSECUTIVE_FAILURES):
-            self._shutdown()
+            self._shutdown(grace=0.0)  # after a failure: do not wait for broken workers
             self._generation += 1
             self._steps_since_rebuild = 0
             try:
@@ -295,12 +295,12 @@ class GymVectorBackend(_Rebuilding):
             + "\n".join(errors)
         )
 
-    def _shutdown(self) -> None:
+    def _shutdown(self, grace: float = _CLOSE_GRACE_S) -> None:
         vec, self._vec = self._vec, None
         if vec is None:
             return
         if isinstance(vec, AsyncVectorEnv):
-            shutdown_async(vec, _CLOSE_GRACE_S)
+            shutdown_async(vec, grace)
         else:
             vec.close()
 
@@ -440,7 +440,8 @@ def shutdown_async(vec: AsyncVectorEnv, grace: float) -> None:
     pipes = list(getattr(vec, "parent_pipes", []))
     deadline = time.monotonic() + grace
     idle = getattr(vec, "_state", None) == AsyncState.DEFAULT
-    if idle and all(p.is_alive() for p in procs) and all(pipe is not None for pipe in pipes):
+    healthy = all(p.is_alive() for p in procs) and all(pipe is not None for pipe in pipes)
+    if grace > 0 and idle and healthy:
         try:
             for pipe in pipes:
                 pipe.send(("close", None))

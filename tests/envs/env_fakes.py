@@ -38,17 +38,29 @@ class CountingEnv(gym.Env):
 
 
 class FlakyEnv(CountingEnv):
-    """Raises (or, with ``how="exit"``, kills its own process) on the ``fail_at``-th step it takes."""
+    """Fails on the ``fail_at``-th step it takes: raises, exits its process (``how="exit"``) or
+    hangs (``how="hang"``). With ``only_seed``, only an instance first reset with that seed fails.
+    """
 
-    def __init__(self, fail_at: int = 7, how: str = "raise", length: int = 50) -> None:
+    def __init__(
+        self, fail_at: int = 7, how: str = "raise", length: int = 50, only_seed: int | None = None
+    ) -> None:
         super().__init__(length)
         self.fail_at = fail_at
         self.how = how
+        self.only_seed = only_seed
+        self.first_seed: int | None = -1
         self.steps_taken = 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if self.first_seed == -1:
+            self.first_seed = seed
+        return super().reset(seed=seed, options=options)
 
     def step(self, action: Any):
         self.steps_taken += 1
-        if self.steps_taken == self.fail_at:
+        armed = self.only_seed is None or self.first_seed == self.only_seed
+        if self.steps_taken == self.fail_at and armed:
             if self.how == "exit":
                 os._exit(3)
             if self.how == "hang":
