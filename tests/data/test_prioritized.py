@@ -99,6 +99,13 @@ def test_new_rows_get_the_max_priority_seen():
     np.testing.assert_allclose(buf.priorities(), [5.0, 0.5, 1.0, 1.0, 5.0, 5.0], rtol=1e-6)
 
 
+def test_push_larger_than_capacity_sets_every_priority():
+    buf = filled(4, 11, alpha=1.0, eps=1e-9, seed=0)
+    assert len(buf) == 4 and buf.position == 3
+    np.testing.assert_allclose(buf.priorities(), 1.0)
+    assert buf.sample(8)["weight"].tolist() == [1.0] * 8
+
+
 def test_update_for_a_row_overwritten_since_it_was_sampled_is_dropped():
     buf = filled(4, 4, alpha=1.0, eps=1e-9, seed=0)
     batch = buf.sample(64)

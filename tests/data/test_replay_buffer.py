@@ -130,6 +130,18 @@ def test_nested_observations_round_trip():
         buf.push(bad)
 
 
+def test_nested_observations_save_and_load(tmp_path):
+    buf = ReplayBuffer(3, seed=0)
+    obs = {"pos": np.arange(10, dtype=np.float32).reshape(5, 2), "img": {"a": np.arange(5, dtype=np.uint8)}}
+    buf.push({"obs": obs, "reward": np.arange(5, dtype=np.float32)})
+    buf.save(str(tmp_path / "nested.npz"))
+    other = ReplayBuffer(3)
+    other.load(str(tmp_path / "nested.npz"))
+    data = other.state_dict()["data"]
+    np.testing.assert_array_equal(data["obs"]["img"]["a"], [3, 4, 2])
+    assert data["obs"]["img"]["a"].dtype == np.uint8 and data["obs"]["pos"].shape == (3, 2)
+
+
 def test_save_load_round_trip_after_wrap_around(tmp_path):
     ctrl = SampleRatioController(min_samples=2, max_updates_per_step=0.5)
     buf = ReplayBuffer(10, seed=3, controller=ctrl)
