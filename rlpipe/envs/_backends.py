@@ -16,6 +16,7 @@ failures it recovered from; the manager does the bookkeeping common to all of th
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.connection
 import os
 import shutil
 import signal
@@ -50,6 +51,8 @@ _NO_FAILURES: tuple[list[Failure], None] = ([], None)
 FAILURE_MASK_KEY = "_" + FAILURE_KEY  # gymnasium's per-env mask for an info key
 # how long close() lets async workers shut down cleanly before terminating them
 _CLOSE_GRACE_S = 5.0
+# how long we wait, after a broken pipe, for the worker's process to be seen dead
+_DEATH_WAIT_S = 0.5
 # how long we wait for a hung worker to write its stack dump after SIGUSR1
 _STACK_DUMP_WAIT_S = 1.0
 
@@ -237,6 +240,11 @@ class GymVectorBackend(_Rebuilding):
 
     def _crash_failure(self, what: str) -> Failure:
         procs = self._vec.processes
+        # a pipe reports EOF a moment before its process can be reaped: give it that moment
+        ended = multiprocessing.connection.wait([p.sentinel for p in procs], timeout=_DEATH_WAIT_S)
+        for p in procs:
+            if p.sentinel in ended:
+                p.join(_DEATH_WAIT_S)
         dead = [i for i, p in enumerate(procs) if not p.is_alive()]
         states = "; ".join(f"worker {i} exit code {procs[i].exitcode}" for i in dead)
         text = traceback.format_exc()
