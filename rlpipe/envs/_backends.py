@@ -4,10 +4,11 @@ Every backend's ``step`` returns an :class:`Outcome` with SAME_STEP semantics (`
 act from next, ``next_obs`` holds the true final observation of finished episodes) and reports
 failures it recovered from; the manager does the bookkeeping common to all of them.
 
-- ``GymVectorBackend``: ``SyncVectorEnv`` (in-process) or ``AsyncVectorEnv`` (one process per
-  sub-env), autoreset SAME_STEP, each sub-env wrapped in :class:`RecoveringEnv` so an exception
-  restarts only that sub-env. A dead worker or a step over ``step_timeout`` (async only) cannot be
-  recovered inside an ``AsyncVectorEnv``: it is shut down and rebuilt, and every row is invalid.
+- ``AsyncBackend``: ``AsyncVectorEnv`` (one process per sub-env), autoreset SAME_STEP, each
+  sub-env wrapped in :class:`RecoveringEnv` (in its worker) so an exception restarts only that
+  sub-env. A dead worker or a step over ``step_timeout`` cannot be recovered inside an
+  ``AsyncVectorEnv``: it is shut down and rebuilt, and every row is invalid.
+- ``LoopBackend`` (in ``_loop``): sync mode, the sub-envs in a loop in this process.
 - ``NativeBackend``: ``gymnasium.make_vec(id, vectorization_mode="vector_entry_point")``; a
   NEXT_STEP env gets its finished sub-envs reset right away (see ``_native``); an exception
   rebuilds it.
@@ -30,7 +31,7 @@ from typing import Any, NamedTuple
 import gymnasium as gym
 import numpy as np
 from gymnasium.error import DependencyNotInstalled
-from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode, VectorEnv
 from gymnasium.vector.async_vector_env import AsyncState
 
 from rlpipe.envs._errors import EnvFailureError, MissingDependencyError
@@ -154,25 +155,19 @@ class _Rebuilding:
         return [derive_seed(self._seed, i, self._generation, 0) for i in range(self.n_envs)]
 
 
-class GymVectorBackend(_Rebuilding):
-    """``SyncVectorEnv`` / ``AsyncVectorEnv`` over :class:`RecoveringEnv` sub-envs."""
+class AsyncBackend(_Rebuilding):
+    """``AsyncVectorEnv`` over :class:`RecoveringEnv` sub-envs, rebuilt when a worker fails."""
 
     def __init__(
-        self,
-        source: EnvSource,
-        n_envs: int,
-        seed: int | None,
-        asynchronous: bool,
-        step_timeout: float | None,
+        self, source: EnvSource, n_envs: int, seed: int | None, step_timeout: float | None
     ) -> None:
         self._source = source
         self.n_envs = n_envs
         self._seed = seed
-        self._async = asynchronous
         self._timeout = step_timeout
         self._dump_dir = (
             tempfile.mkdtemp(prefix="rlpipe-env-stacks-")
-            if asynchronous and step_timeout is not None and hasattr(signal, "SIGUSR1")
+            if step_timeout is not None and hasattr(signal, "SIGUSR1")
             else None
         )
         self._vec: VectorEnv | None = None
@@ -181,7 +176,7 @@ class GymVectorBackend(_Rebuilding):
         self.single_action_space = self._vec.single_action_space
         self.batch_action_space = self._vec.action_space
 
-    def _build(self) -> VectorEnv:
+    def _build(self) -> AsyncVectorEnv:
         fns = [
             SubEnvFactory(
                 self._source, i, self._seed, self._generation,
@@ -190,14 +185,9 @@ class GymVectorBackend(_Rebuilding):
             )
             for i in range(self.n_envs)
         ]
-        if self._async:
-            return AsyncVectorEnv(fns, copy=False, autoreset_mode=AutoresetMode.SAME_STEP)
-        return SyncVectorEnv(fns, copy=False, autoreset_mode=AutoresetMode.SAME_STEP)
+        return AsyncVectorEnv(fns, copy=False, autoreset_mode=AutoresetMode.SAME_STEP)
 
     def reset(self, seed: int | list[int | None] | None) -> tuple[BatchObs, list[Failure]]:
-        if not self._async:
-            obs, infos = self._vec.reset(seed=seed)
-            return copy_batch(to_batch(obs)), failures_from_info(infos, self.n_envs)[0]
         vec = self._vec
         result, failure = self._async_call("reset", lambda: vec.reset_async(seed=seed), vec.reset_wait)
         if failure is not None:
@@ -207,17 +197,14 @@ class GymVectorBackend(_Rebuilding):
         return copy_batch(to_batch(obs)), failures_from_info(infos, self.n_envs)[0]
 
     def step(self, actions: Any) -> Outcome:
-        if self._async:
-            vec = self._vec
-            result, failure = self._async_call("step", lambda: vec.step_async(actions), vec.step_wait)
-            if failure is not None:
-                return self._recover(failure)
-            obs, reward, terminated, truncated, infos = result
-        else:
-            obs, reward, terminated, truncated, infos = self._vec.step(actions)
+        vec = self._vec
+        result, failure = self._async_call("step", lambda: vec.step_async(actions), vec.step_wait)
+        if failure is not None:
+            return self._recover(failure)
+        obs, reward, terminated, truncated, infos = result
         self._steps_since_rebuild += 1
-        # copy=False vector envs reuse their buffers: take our own copy (cheaper than deepcopy)
-        obs = obs.copy() if type(obs) is np.ndarray else copy_batch(to_batch(obs))
+        # copy=False: the shared-memory buffer is reused, so take our own copy
+        obs = copy_batch(to_batch(obs))
         return same_step_outcome(obs, reward, terminated, truncated, infos, self.n_envs)
 
     # -- async failures -------------------------------------------------------------------------
@@ -305,12 +292,8 @@ class GymVectorBackend(_Rebuilding):
 
     def _shutdown(self, grace: float = _CLOSE_GRACE_S) -> None:
         vec, self._vec = self._vec, None
-        if vec is None:
-            return
-        if isinstance(vec, AsyncVectorEnv):
+        if vec is not None:
             shutdown_async(vec, grace)
-        else:
-            vec.close()
 
     def close(self) -> None:
         try:

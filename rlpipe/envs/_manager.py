@@ -11,7 +11,8 @@ from typing import Any, Literal
 import gymnasium as gym
 import numpy as np
 
-from rlpipe.envs._backends import Failure, GymVectorBackend, NativeBackend, Outcome
+from rlpipe.envs._backends import AsyncBackend, Failure, NativeBackend
+from rlpipe.envs._loop import LoopBackend
 from rlpipe.envs._errors import EnvFailureError
 from rlpipe.envs._native import native_is_known_good
 from rlpipe.envs._obs import BatchObs, check_space
@@ -23,9 +24,9 @@ log = logging.getLogger("rlpipe.envs")
 
 Mode = Literal["auto", "sync", "async", "native"]
 _MODES = ("auto", "sync", "async", "native")
-# Below this many sub-envs a native vector env is slower than a loop over single envs
-# (CartPole-v1 on 2 cores: native/sync = 0.5 at 1 env, 0.95 at 4, 1.2 at 6).
-AUTO_NATIVE_MIN_ENVS = 4
+# Below this many sub-envs a native vector env is slower than our loop over single envs
+# (CartPole-v1, benchmarks/env_throughput.py: native/sync = 0.3 at 1 env, 0.75 at 4, 1.0 at 6).
+AUTO_NATIVE_MIN_ENVS = 8
 
 
 @dataclass(slots=True)
@@ -65,11 +66,11 @@ class EnvManager:
         n_envs: number of sub-envs.
         seed: sub-env ``i`` is reset with ``seed + i`` on the first :meth:`reset`, so one seed
             gives one observation stream. ``None``: unseeded.
-        mode: ``"sync"`` (in-process ``SyncVectorEnv``), ``"async"`` (one subprocess per
-            sub-env, ``AsyncVectorEnv``), ``"native"`` (the id's own vectorised implementation,
+        mode: ``"sync"`` (in-process loop over the sub-envs, ``SyncVectorEnv`` semantics),
+            ``"async"`` (one subprocess per sub-env, ``AsyncVectorEnv``), ``"native"`` (the id's own vectorised implementation,
             ``gymnasium.make_vec(id, vectorization_mode="vector_entry_point")``), or ``"auto"``:
             native when the id ships a vector entry point we can normalise and
-            ``n_envs >= 4`` (below that a loop over single envs is faster), else sync.
+            ``n_envs >= 8`` (below that the sync loop is faster), else sync.
         step_timeout: seconds a step (or reset) may take before it counts as a failure. Only
             mode ``"async"`` can enforce it — a step running in this process cannot be stopped
             safely — so other modes raise ``ValueError`` if it is set.
@@ -111,12 +112,13 @@ class EnvManager:
         self.step_timeout = step_timeout
         self.max_restarts = max_restarts
         self.restarts = 0
+        self._backend: LoopBackend | AsyncBackend | NativeBackend
         if self.mode == "native":
-            self._backend: GymVectorBackend | NativeBackend = NativeBackend(source, n_envs, seed)
+            self._backend = NativeBackend(source, n_envs, seed)
+        elif self.mode == "async":
+            self._backend = AsyncBackend(source, n_envs, seed, step_timeout)
         else:
-            self._backend = GymVectorBackend(
-                source, n_envs, seed, self.mode == "async", step_timeout
-            )
+            self._backend = LoopBackend(source, n_envs, seed)
         self._closed = False
         _OPEN.add(self)
         try:
@@ -127,8 +129,9 @@ class EnvManager:
         except Exception:
             self.close()
             raise
-        self._ep_return = np.zeros(n_envs, dtype=np.float64)
-        self._ep_length = np.zeros(n_envs, dtype=np.int64)
+        self._ep_return = np.zeros(n_envs, dtype=np.float64)  # return so far, per sub-env
+        self._t = 0  # steps taken by this manager
+        self._ep_start = np.zeros(n_envs, dtype=np.int64)  # value of _t when each episode began
         self._needs_reset = True
         self._reset_count = 0
         self._all_valid = np.ones(n_envs, dtype=np.bool_)
@@ -155,7 +158,7 @@ class EnvManager:
         obs, failures = self._backend.reset(seed)
         self._reset_count += 1
         self._ep_return[:] = 0.0
-        self._ep_length[:] = 0
+        self._ep_start[:] = self._t
         self._needs_reset = False
         self._record(failures)
         return obs
@@ -165,29 +168,29 @@ class EnvManager:
         if self._needs_reset:
             self._check_open("step")
             raise RuntimeError("EnvManager.step() called before reset(); call reset() first")
-        out: Outcome = self._backend.step(actions)
-        ep_return, ep_length = self._ep_return, self._ep_length
-        ep_return += out.reward
-        ep_length += 1
+        obs, next_obs, reward, terminated, truncated, rows, invalid, failures, infos = (
+            self._backend.step(actions)
+        )
+        self._ep_return += reward
+        self._t += 1
         episodes = []
-        rows = out.done_rows
         if rows.size:
+            ep_return, ep_start, t = self._ep_return, self._ep_start, self._t
             episodes = [
-                {"env_id": i, "return": r, "length": n}
-                for i, r, n in zip(rows.tolist(), ep_return[rows].tolist(), ep_length[rows].tolist())
+                {"env_id": i, "return": r, "length": t - s}
+                for i, r, s in zip(rows.tolist(), ep_return[rows].tolist(), ep_start[rows].tolist())
             ]
             ep_return[rows] = 0.0
-            ep_length[rows] = 0
+            ep_start[rows] = t
         valid = self._all_valid
-        if out.invalid is not None:
-            valid = ~out.invalid
-            ep_return[out.invalid] = 0.0
-            ep_length[out.invalid] = 0
-        if out.failures:
-            self._record(out.failures)
+        if invalid is not None:
+            valid = ~invalid
+            self._ep_return[invalid] = 0.0
+            self._ep_start[invalid] = self._t
+        if failures:
+            self._record(failures)
         return StepResult(
-            out.obs, out.next_obs, out.reward, out.terminated, out.truncated, valid, episodes,
-            out.infos,
+            obs, next_obs, reward, terminated, truncated, valid, episodes, infos
         )
 
     def _record(self, failures: list[Failure]) -> None:

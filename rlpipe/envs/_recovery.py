@@ -63,7 +63,7 @@ class RecoveringEnv(gym.Wrapper):
         try:
             out = self.env.step(action)
         except Exception:
-            obs, info = self._restart(traceback.format_exc(), in_step=True)
+            obs, info = self.restart(traceback.format_exc(), in_step=True)
             return obs, 0.0, False, False, info
         self._consecutive_failures = 0
         return out
@@ -74,9 +74,10 @@ class RecoveringEnv(gym.Wrapper):
         try:
             return self.env.reset(seed=seed, options=options)
         except Exception:
-            return self._restart(traceback.format_exc(), in_step=False)
+            return self.restart(traceback.format_exc(), in_step=False)
 
-    def _restart(self, first_traceback: str, in_step: bool) -> tuple[Any, dict[str, Any]]:
+    def restart(self, first_traceback: str, in_step: bool) -> tuple[Any, dict[str, Any]]:
+        """Rebuild and reset the env after a failure; ``(obs, info with the failure keys)``."""
         tracebacks = [first_traceback]
         while True:
             self._consecutive_failures += 1

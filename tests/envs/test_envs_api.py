@@ -163,3 +163,17 @@ def test_unsupported_space_is_rejected():
 
     with pytest.raises(TypeError, match="Text"):
         EnvManager(TextEnv, mode="sync")
+
+
+def test_wrong_number_of_actions_is_rejected():
+    with EnvManager("cartpole", n_envs=2, mode="sync") as m:
+        m.reset()
+        with pytest.raises(ValueError, match="expected 2 actions"):
+            m.step(np.zeros(3, dtype=np.int64))
+
+
+def test_sub_envs_must_share_spaces():
+    sizes = iter([2, 3])
+    with pytest.raises(RuntimeError, match="same spaces"):
+        EnvManager(lambda: gym.make("CartPole-v1") if next(sizes) == 2 else gym.make("Acrobot-v1"),
+                   n_envs=2, mode="sync")
