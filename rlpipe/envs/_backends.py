@@ -198,13 +198,18 @@ class AsyncBackend(_Rebuilding):
 
     def step(self, actions: Any) -> Outcome:
         vec = self._vec
+        if len(actions) != self.n_envs:  # a caller's mistake, not a worker failure
+            raise ValueError(
+                f"EnvManager.step: expected {self.n_envs} actions (one per sub-env), "
+                f"got {len(actions)}"
+            )
         result, failure = self._async_call("step", lambda: vec.step_async(actions), vec.step_wait)
         if failure is not None:
             return self._recover(failure)
         obs, reward, terminated, truncated, infos = result
         self._steps_since_rebuild += 1
         # copy=False: the shared-memory buffer is reused, so take our own copy
-        obs = copy_batch(to_batch(obs))
+        obs = obs.copy() if type(obs) is np.ndarray else copy_batch(to_batch(obs))
         return same_step_outcome(obs, reward, terminated, truncated, infos, self.n_envs)
 
     # -- async failures -------------------------------------------------------------------------

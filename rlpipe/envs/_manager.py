@@ -65,7 +65,8 @@ class EnvManager:
             ``gymnasium.Env`` (called with ``env_kwargs`` if given).
         n_envs: number of sub-envs.
         seed: sub-env ``i`` is reset with ``seed + i`` on the first :meth:`reset`, so one seed
-            gives one observation stream. ``None``: unseeded.
+            gives one observation stream; ``action_space`` and ``batch_action_space`` are seeded
+            with it too. ``None``: unseeded.
         mode: ``"sync"`` (in-process loop over the sub-envs, ``SyncVectorEnv`` semantics),
             ``"async"`` (one subprocess per sub-env, ``AsyncVectorEnv``), ``"native"`` (the id's own vectorised implementation,
             ``gymnasium.make_vec(id, vectorization_mode="vector_entry_point")``), or ``"auto"``:
@@ -126,6 +127,9 @@ class EnvManager:
             self.action_space: gym.Space = self._backend.single_action_space
             check_space(self.observation_space, "observation space")
             check_space(self.action_space, "action space")
+            if seed is not None:  # so random actions (warm-up, tests) are reproducible too
+                self.action_space.seed(seed)
+                self.batch_action_space.seed(seed)
         except Exception:
             self.close()
             raise

@@ -148,3 +148,13 @@ def test_reset_with_a_new_seed_reseeds():
         reseeded = m.reset(seed=1)
     np.testing.assert_array_equal(first, reseeded)
     assert not np.array_equal(first, again)
+
+
+def test_seed_also_seeds_the_action_spaces():
+    def samples():
+        with EnvManager("cartpole", n_envs=4, seed=2, mode="sync") as m:
+            return [m.batch_action_space.sample() for _ in range(5)], m.action_space.sample()
+
+    (a, single_a), (b, single_b) = samples(), samples()
+    np.testing.assert_array_equal(a, b)
+    assert single_a == single_b
