@@ -11,11 +11,12 @@ from typing import Any, Literal
 import gymnasium as gym
 import numpy as np
 
-from rlpipe.envs._backends import AsyncBackend, Failure, NativeBackend
-from rlpipe.envs._loop import LoopBackend
+from rlpipe.envs._async import AsyncBackend
 from rlpipe.envs._errors import EnvFailureError
-from rlpipe.envs._native import native_is_known_good
+from rlpipe.envs._loop import LoopBackend
+from rlpipe.envs._native import NativeBackend, native_is_known_good
 from rlpipe.envs._obs import BatchObs, check_space
+from rlpipe.envs._outcome import Failure
 from rlpipe.envs._registry import EnvFactory, resolve_env
 
 __all__ = ["EnvManager", "StepResult"]
@@ -67,8 +68,9 @@ class EnvManager:
         seed: sub-env ``i`` is reset with ``seed + i`` on the first :meth:`reset`, so one seed
             gives one observation stream; ``action_space`` and ``batch_action_space`` are seeded
             with it too. ``None``: unseeded.
-        mode: ``"sync"`` (in-process loop over the sub-envs, ``SyncVectorEnv`` semantics),
-            ``"async"`` (one subprocess per sub-env, ``AsyncVectorEnv``), ``"native"`` (the id's own vectorised implementation,
+        mode: ``"sync"`` (the sub-envs in a loop in this process, ``SyncVectorEnv``
+            semantics), ``"async"`` (one subprocess per sub-env, ``AsyncVectorEnv``),
+            ``"native"`` (the id's own vectorised implementation,
             ``gymnasium.make_vec(id, vectorization_mode="vector_entry_point")``), or ``"auto"``:
             native when the id ships a vector entry point we can normalise and
             ``n_envs >= 8`` (below that the sync loop is faster), else sync.
@@ -252,7 +254,9 @@ def _check_args(
     if mode not in _MODES:
         raise ValueError(f"EnvManager: mode must be one of {_MODES}, got {mode!r}")
     if step_timeout is not None and not step_timeout > 0:
-        raise ValueError(f"EnvManager: step_timeout must be None or > 0 seconds, got {step_timeout!r}")
+        raise ValueError(
+            f"EnvManager: step_timeout must be None or > 0 seconds, got {step_timeout!r}"
+        )
     if not isinstance(max_restarts, (int, np.integer)) or max_restarts < 0:
         raise ValueError(f"EnvManager: max_restarts must be an int >= 0, got {max_restarts!r}")
 

@@ -1,9 +1,10 @@
-"""Native vector envs (``vector_entry_point``): turning their autoreset into SAME_STEP semantics.
+"""Native mode: an env's own vector implementation (``vector_entry_point``), in SAME_STEP terms.
 
 A NEXT_STEP vector env returns, on the step after an episode ends, a pseudo-transition (reset obs,
 reward 0, action ignored). We never let it happen: right after a step in which sub-envs finished,
-we reset just those sub-envs, so the next step is a real transition for every row.
-``partial_reset(env, rows)`` does that and returns the new first observations of those rows.
+``NativeBackend`` resets just those sub-envs (``partial_reset(env, done_mask, last_obs)`` returns
+the whole batch after that reset), so the next step is a real transition for every row. An
+exception from the env rebuilds it (every row of that step invalid).
 
 gymnasium 1.4's ``CartPoleVectorEnv.reset`` ignores ``options["reset_mask"]`` (it resets every
 sub-env), so CartPole gets a dedicated partial reset that draws its reset states from the env's
@@ -13,15 +14,20 @@ own generator exactly as its NEXT_STEP autoreset would. Other NEXT_STEP envs use
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.error import DependencyNotInstalled
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from rlpipe.envs._errors import EnvFailureError
+from rlpipe.envs._errors import EnvFailureError, MissingDependencyError
 from rlpipe.envs._obs import BatchObs, copy_batch, equal_rows, to_batch
+from rlpipe.envs._outcome import Failure, Outcome, Rebuilding, same_step_outcome
+from rlpipe.envs._recovery import MAX_CONSECUTIVE_FAILURES
+from rlpipe.envs._registry import EnvSource, install_hint
 
 # partial_reset(env, done_mask, last_obs) -> the whole batch of observations after resetting the
 # sub-envs in done_mask (a new object: the caller keeps last_obs as the final observations)
@@ -91,3 +97,100 @@ def native_is_known_good(gym_id: str) -> bool:
     except Exception:  # noqa: BLE001 - an optional backend (jax...) missing: fall back to sync
         return False
     return creator in _known_partial_resets() or autoreset_of(creator) == AutoresetMode.SAME_STEP
+
+
+class NativeBackend(Rebuilding):
+    """A vector entry point env (``gymnasium.make_vec(..., "vector_entry_point")``)."""
+
+    def __init__(self, source: EnvSource, n_envs: int, seed: int | None) -> None:
+        self._source = source
+        self.n_envs = n_envs
+        self._seed = seed
+        self._vec: VectorEnv | None = self._build()
+        self.single_observation_space = self._vec.single_observation_space
+        self.single_action_space = self._vec.single_action_space
+        self.batch_action_space = self._vec.action_space
+
+    def _build(self) -> VectorEnv:
+        try:
+            vec = gym.make_vec(
+                self._source.gym_id, num_envs=self.n_envs,
+                vectorization_mode="vector_entry_point", **self._source.kwargs,
+            )
+        except DependencyNotInstalled as exc:
+            raise MissingDependencyError(install_hint(self._source, exc)) from exc
+        self._partial, self._fresh = partial_reset_for(vec)
+        return vec
+
+    def reset(self, seed: int | None) -> tuple[BatchObs, list[Failure]]:
+        try:
+            obs, _ = self._vec.reset(seed=seed)
+        except Exception:  # noqa: BLE001 - the env raised: rebuild it
+            failure = Failure(tuple(range(self.n_envs)), "the native vector env raised in reset()",
+                              traceback.format_exc())
+            obs, more = self._rebuild_and_reset()
+            return obs, [failure, *more]
+        return copy_batch(to_batch(obs)), []
+
+    def step(self, actions: Any) -> Outcome:
+        if len(actions) != self.n_envs:  # a caller's mistake, not an env failure
+            raise ValueError(
+                f"EnvManager.step: expected {self.n_envs} actions (one per sub-env), "
+                f"got {len(actions)}"
+            )
+        try:
+            obs, reward, terminated, truncated, infos = self._vec.step(actions)
+            obs = to_batch(obs)
+            if not self._fresh:
+                obs = copy_batch(obs)
+            if self._partial is None:
+                out = same_step_outcome(obs, reward, terminated, truncated, infos, self.n_envs)
+            else:
+                done = terminated | truncated
+                done_rows = done.nonzero()[0]
+                next_obs = obs
+                if done_rows.size:  # reset those sub-envs now: no pseudo-step comes next
+                    obs = self._partial(self._vec, done, next_obs)
+                out = Outcome(
+                    obs, next_obs, reward.astype(np.float32, copy=False), terminated, truncated,
+                    done_rows, None, [], infos,
+                )
+        except EnvFailureError:
+            raise
+        except Exception:  # noqa: BLE001 - the env raised: rebuild it
+            return self._recover(Failure(
+                tuple(range(self.n_envs)), "the native vector env raised in step() and was rebuilt",
+                traceback.format_exc(),
+            ))
+        self._steps_since_rebuild += 1
+        return out
+
+    def _rebuild_and_reset(self) -> tuple[BatchObs, list[Failure]]:
+        errors = []
+        for _ in range(MAX_CONSECUTIVE_FAILURES):
+            self._shutdown()
+            self._generation += 1
+            self._steps_since_rebuild = 0
+            try:
+                self._vec = self._build()
+                seeds = self._rebuild_seeds()
+                obs, _ = self._vec.reset(seed=None if seeds is None else seeds[0])
+            except Exception:  # noqa: BLE001 - collected and re-raised below
+                errors.append(traceback.format_exc())
+                continue
+            return copy_batch(to_batch(obs)), []
+        raise EnvFailureError(
+            f"could not rebuild the native vector env after {len(errors)} attempts:\n"
+            + "\n".join(errors)
+        )
+
+    def _shutdown(self) -> None:
+        vec, self._vec = self._vec, None
+        if vec is not None:
+            try:
+                vec.close()
+            except Exception:  # noqa: BLE001 - closing a broken env; nothing more to do
+                pass
+
+    def close(self) -> None:
+        self._shutdown()

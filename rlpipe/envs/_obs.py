@@ -71,7 +71,8 @@ def set_rows(batch: BatchObs, rows: np.ndarray, values: Sequence[Any]) -> None:
 
 def equal_rows(a: BatchObs, b: BatchObs, rows: np.ndarray) -> bool:
     if isinstance(a, np.ndarray):
-        return bool(np.array_equal(a[rows], b[rows], equal_nan=a.dtype.kind == "f"))  # type: ignore[index]
+        other = b[rows]  # type: ignore[index]
+        return bool(np.array_equal(a[rows], other, equal_nan=a.dtype.kind == "f"))
     return all(equal_rows(a[k], b[k], rows) for k in a)  # type: ignore[index]
 
 
@@ -82,7 +83,8 @@ def _child(value: Any, key: str) -> Any:
 
 
 def obs_to_tree(obs: BatchObs, device: Any = None) -> Any:
-    """Batched observation -> torch: a tensor for an array, a ``treetensor.torch.Tensor`` for a dict.
+    """Batched observation -> torch: a tensor for an array, a ``treetensor.torch.Tensor`` for a
+    nested dict.
 
     Built from the already stacked arrays (``torch.from_numpy`` on each leaf, then one tree):
     cheap — a few microseconds per leaf — unlike building trees per env or per step from dicts

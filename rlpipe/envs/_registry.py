@@ -83,14 +83,14 @@ class EnvSource:
         return self.target if isinstance(self.target, str) else None
 
     def make(self) -> gym.Env:
-        """Build one environment; a missing optional package raises :class:`MissingDependencyError`."""
+        """Build one env; a missing optional package raises :class:`MissingDependencyError`."""
         try:
             if isinstance(self.target, str):
                 env = gym.make(self.target, **self.kwargs)
             else:
                 env = self.target(**self.kwargs)
         except DependencyNotInstalled as exc:
-            raise MissingDependencyError(_install_hint(self, exc)) from exc
+            raise MissingDependencyError(install_hint(self, exc)) from exc
         if not isinstance(env, gym.Env):
             raise TypeError(
                 f"env factory {self.label} returned {type(env).__name__}, expected a "
@@ -141,7 +141,7 @@ def _unknown_message(env: str) -> str:
     )
 
 
-def _install_hint(source: EnvSource, exc: Exception) -> str:
+def install_hint(source: EnvSource, exc: Exception) -> str:
     entry = ""
     if source.gym_id is not None:
         entry_point = gym.spec(source.gym_id).entry_point

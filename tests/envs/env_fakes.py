@@ -94,7 +94,9 @@ class NestedObsEnv(gym.Env):
         self.kind = kind
         self.length = length
         self.observation_space = (
-            spaces.Dict({"vec": vec, "inner": inner}) if kind == "dict" else spaces.Tuple((vec, inner))
+            spaces.Dict({"vec": vec, "inner": inner})
+            if kind == "dict"
+            else spaces.Tuple((vec, inner))
         )
         self.action_space = spaces.MultiDiscrete([3, 4])
         self.t = 0

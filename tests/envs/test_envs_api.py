@@ -83,7 +83,9 @@ def test_env_kwargs_override_registered_kwargs():
         assert m.action_space == gym.spaces.Discrete(4)
 
 
-@pytest.mark.parametrize("bad, suggestion", [("CartPol-v1", "CartPole-v1"), ("cartpol", "cartpole")])
+@pytest.mark.parametrize(
+    "bad, suggestion", [("CartPol-v1", "CartPole-v1"), ("cartpol", "cartpole")]
+)
 def test_unknown_env_names_close_matches(bad, suggestion):
     with pytest.raises(UnknownEnvError) as info:
         EnvManager(bad)
@@ -165,15 +167,17 @@ def test_unsupported_space_is_rejected():
         EnvManager(TextEnv, mode="sync")
 
 
-def test_wrong_number_of_actions_is_rejected():
-    with EnvManager("cartpole", n_envs=2, mode="sync") as m:
-        m.reset()
-        with pytest.raises(ValueError, match="expected 2 actions"):
-            m.step(np.zeros(3, dtype=np.int64))
-
-
 def test_sub_envs_must_share_spaces():
     sizes = iter([2, 3])
     with pytest.raises(RuntimeError, match="same spaces"):
         EnvManager(lambda: gym.make("CartPole-v1") if next(sizes) == 2 else gym.make("Acrobot-v1"),
                    n_envs=2, mode="sync")
+
+
+@pytest.mark.parametrize("mode", ["sync", "async", "native"])
+def test_wrong_number_of_actions_is_rejected_in_every_mode(mode):
+    with EnvManager("cartpole", n_envs=2, mode=mode) as m:
+        m.reset()
+        with pytest.raises(ValueError, match="expected 2 actions"):
+            m.step(np.zeros(3, dtype=np.int64))
+        assert m.restarts == 0

@@ -1,17 +1,9 @@
-"""The ways to run ``n`` sub-envs, each normalised to one step contract.
+"""Async mode: ``AsyncVectorEnv`` (one process per sub-env), rebuilt when a worker fails.
 
-Every backend's ``step`` returns an :class:`Outcome` with SAME_STEP semantics (``obs`` is what to
-act from next, ``next_obs`` holds the true final observation of finished episodes) and reports
-failures it recovered from; the manager does the bookkeeping common to all of them.
-
-- ``AsyncBackend``: ``AsyncVectorEnv`` (one process per sub-env), autoreset SAME_STEP, each
-  sub-env wrapped in :class:`RecoveringEnv` (in its worker) so an exception restarts only that
-  sub-env. A dead worker or a step over ``step_timeout`` cannot be recovered inside an
-  ``AsyncVectorEnv``: it is shut down and rebuilt, and every row is invalid.
-- ``LoopBackend`` (in ``_loop``): sync mode, the sub-envs in a loop in this process.
-- ``NativeBackend``: ``gymnasium.make_vec(id, vectorization_mode="vector_entry_point")``; a
-  NEXT_STEP env gets its finished sub-envs reset right away (see ``_native``); an exception
-  rebuilds it.
+Each sub-env runs SAME_STEP inside a :class:`RecoveringEnv` in its worker, so an exception
+restarts only that sub-env. A dead worker or a step over ``step_timeout`` cannot be recovered
+inside an ``AsyncVectorEnv`` (it cannot step again after a worker failure): it is shut down and
+rebuilt, and every row of that step is invalid.
 """
 
 from __future__ import annotations
@@ -25,31 +17,24 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
-import gymnasium as gym
 import numpy as np
-from gymnasium.error import DependencyNotInstalled
-from gymnasium.vector import AsyncVectorEnv, AutoresetMode, VectorEnv
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode
 from gymnasium.vector.async_vector_env import AsyncState
 
-from rlpipe.envs._errors import EnvFailureError, MissingDependencyError
-from rlpipe.envs._native import partial_reset_for
-from rlpipe.envs._obs import BatchObs, copy_batch, set_rows, to_batch
-from rlpipe.envs._recovery import (
-    FAILURE_COUNT_KEY,
-    FAILURE_IN_STEP_KEY,
-    FAILURE_KEY,
-    MAX_CONSECUTIVE_FAILURES,
-    SubEnvFactory,
-    derive_seed,
+from rlpipe.envs._errors import EnvFailureError
+from rlpipe.envs._obs import BatchObs, copy_batch, to_batch
+from rlpipe.envs._outcome import (
+    Failure,
+    Outcome,
+    Rebuilding,
+    failures_from_info,
+    same_step_outcome,
 )
-from rlpipe.envs._registry import EnvSource, _install_hint
+from rlpipe.envs._recovery import MAX_CONSECUTIVE_FAILURES, SubEnvFactory
+from rlpipe.envs._registry import EnvSource
 
-_NO_ROWS = np.zeros(0, dtype=np.int64)
-_NO_FAILURES: tuple[list[Failure], None] = ([], None)
-FAILURE_MASK_KEY = "_" + FAILURE_KEY  # gymnasium's per-env mask for an info key
 # how long close() lets async workers shut down cleanly before terminating them
 _CLOSE_GRACE_S = 5.0
 # how long we wait, after a broken pipe, for the worker's process to be seen dead
@@ -58,104 +43,7 @@ _DEATH_WAIT_S = 0.5
 _STACK_DUMP_WAIT_S = 1.0
 
 
-@dataclass
-class Failure:
-    """One recovered failure: which sub-envs, what happened, the env's traceback."""
-
-    env_ids: tuple[int, ...]
-    what: str
-    text: str
-    count: int = 1
-
-
-class Outcome(NamedTuple):
-    """One normalised vector step (a tuple: this is built on every step)."""
-
-    obs: BatchObs
-    next_obs: BatchObs
-    reward: np.ndarray  # float32
-    terminated: np.ndarray
-    truncated: np.ndarray
-    done_rows: np.ndarray  # indices of rows whose episode ended (terminated or truncated)
-    invalid: np.ndarray | None  # bool mask of rows that are not real transitions, or None
-    failures: list[Failure]
-    infos: dict[str, Any]
-
-
-def same_step_outcome(
-    obs: BatchObs, reward: Any, terminated: Any, truncated: Any, infos: dict[str, Any], n: int
-) -> Outcome:
-    """Outcome of a SAME_STEP vector step: final observations come from ``info["final_obs"]``."""
-    done_rows = (terminated | truncated).nonzero()[0]
-    next_obs = obs
-    if done_rows.size:
-        next_obs = copy_batch(obs)
-        set_rows(next_obs, done_rows, infos["final_obs"][done_rows])
-    failures, invalid = failures_from_info(infos, n) if FAILURE_MASK_KEY in infos else _NO_FAILURES
-    return Outcome(
-        obs, next_obs, reward.astype(np.float32), terminated, truncated, done_rows, invalid,
-        failures, infos,
-    )
-
-
-def failures_from_info(infos: dict[str, Any], n: int) -> tuple[list[Failure], np.ndarray | None]:
-    """Failures reported by :class:`RecoveringEnv`, and the rows whose step was not real."""
-    mask = infos.get(FAILURE_MASK_KEY)
-    if mask is None:
-        return [], None
-    in_step = infos[FAILURE_IN_STEP_KEY]
-    failures = [
-        Failure(
-            (int(i),),
-            f"sub-env {i} raised in {'step' if in_step[i] else 'reset'}() and was restarted",
-            str(infos[FAILURE_KEY][i]),
-            int(infos[FAILURE_COUNT_KEY][i]),
-        )
-        for i in np.flatnonzero(mask)
-    ]
-    invalid = np.logical_and(mask, in_step)
-    return failures, (invalid if invalid.any() else None)
-
-
-class _Rebuilding:
-    """Whole-vector recovery shared by the async and native backends."""
-
-    n_envs: int
-    _seed: int | None
-    _generation: int = 0
-    _steps_since_rebuild: int = 0
-    _consecutive_rebuilds: int = 0
-
-    def _rebuild_and_reset(self) -> tuple[BatchObs, list[Failure]]:
-        raise NotImplementedError
-
-    def _recover(self, failure: Failure) -> Outcome:
-        """Rebuild after ``failure``; every row becomes invalid (all episodes are dropped)."""
-        if self._steps_since_rebuild == 0 and self._generation > 0:
-            self._consecutive_rebuilds += 1
-        else:
-            self._consecutive_rebuilds = 1
-        if self._consecutive_rebuilds > MAX_CONSECUTIVE_FAILURES:
-            raise EnvFailureError(
-                f"{failure.what}, {self._consecutive_rebuilds} times in a row right after being "
-                f"rebuilt, so rebuilding does not help; fix the env (or the actions sent to "
-                f"it). Last failure:\n{failure.text}"
-            )
-        obs, more = self._rebuild_and_reset()
-        n = self.n_envs
-        zeros = np.zeros(n, dtype=np.bool_)
-        return Outcome(
-            obs, obs, np.zeros(n, dtype=np.float32), zeros, zeros.copy(), _NO_ROWS,
-            np.ones(n, dtype=np.bool_), [failure, *more], {},
-        )
-
-    def _rebuild_seeds(self) -> list[int | None] | None:
-        if self._seed is None:
-            return None
-        return [derive_seed(self._seed, i, self._generation, 0) for i in range(self.n_envs)]
-
-
-class AsyncBackend(_Rebuilding):
+class AsyncBackend(Rebuilding):
     """``AsyncVectorEnv`` over :class:`RecoveringEnv` sub-envs, rebuilt when a worker fails."""
 
     def __init__(
@@ -189,7 +77,9 @@ class AsyncBackend(_Rebuilding):
 
     def reset(self, seed: int | list[int | None] | None) -> tuple[BatchObs, list[Failure]]:
         vec = self._vec
-        result, failure = self._async_call("reset", lambda: vec.reset_async(seed=seed), vec.reset_wait)
+        result, failure = self._async_call(
+            "reset", lambda: vec.reset_async(seed=seed), vec.reset_wait
+        )
         if failure is not None:
             obs, more = self._rebuild_and_reset()
             return obs, [failure, *more]
@@ -306,98 +196,6 @@ class AsyncBackend(_Rebuilding):
         finally:
             if self._dump_dir is not None:
                 shutil.rmtree(self._dump_dir, ignore_errors=True)
-
-
-class NativeBackend(_Rebuilding):
-    """A vector entry point env (``gymnasium.make_vec(..., "vector_entry_point")``)."""
-
-    def __init__(self, source: EnvSource, n_envs: int, seed: int | None) -> None:
-        self._source = source
-        self.n_envs = n_envs
-        self._seed = seed
-        self._vec: VectorEnv | None = self._build()
-        self.single_observation_space = self._vec.single_observation_space
-        self.single_action_space = self._vec.single_action_space
-        self.batch_action_space = self._vec.action_space
-
-    def _build(self) -> VectorEnv:
-        try:
-            vec = gym.make_vec(
-                self._source.gym_id, num_envs=self.n_envs,
-                vectorization_mode="vector_entry_point", **self._source.kwargs,
-            )
-        except DependencyNotInstalled as exc:
-            raise MissingDependencyError(_install_hint(self._source, exc)) from exc
-        self._partial, self._fresh = partial_reset_for(vec)
-        return vec
-
-    def reset(self, seed: int | None) -> tuple[BatchObs, list[Failure]]:
-        try:
-            obs, _ = self._vec.reset(seed=seed)
-        except Exception:  # noqa: BLE001 - the env raised: rebuild it
-            failure = Failure(tuple(range(self.n_envs)), "the native vector env raised in reset()",
-                              traceback.format_exc())
-            obs, more = self._rebuild_and_reset()
-            return obs, [failure, *more]
-        return copy_batch(to_batch(obs)), []
-
-    def step(self, actions: Any) -> Outcome:
-        try:
-            obs, reward, terminated, truncated, infos = self._vec.step(actions)
-            obs = to_batch(obs)
-            if not self._fresh:
-                obs = copy_batch(obs)
-            if self._partial is None:
-                out = same_step_outcome(obs, reward, terminated, truncated, infos, self.n_envs)
-            else:
-                done = terminated | truncated
-                done_rows = done.nonzero()[0]
-                next_obs = obs
-                if done_rows.size:  # reset those sub-envs now: no pseudo-step comes next
-                    obs = self._partial(self._vec, done, next_obs)
-                out = Outcome(
-                    obs, next_obs, reward.astype(np.float32, copy=False), terminated, truncated,
-                    done_rows, None, [], infos,
-                )
-        except EnvFailureError:
-            raise
-        except Exception:  # noqa: BLE001 - the env raised: rebuild it
-            return self._recover(Failure(
-                tuple(range(self.n_envs)), "the native vector env raised in step() and was rebuilt",
-                traceback.format_exc(),
-            ))
-        self._steps_since_rebuild += 1
-        return out
-
-    def _rebuild_and_reset(self) -> tuple[BatchObs, list[Failure]]:
-        errors = []
-        for _ in range(MAX_CONSECUTIVE_FAILURES):
-            self._shutdown()
-            self._generation += 1
-            self._steps_since_rebuild = 0
-            try:
-                self._vec = self._build()
-                seeds = self._rebuild_seeds()
-                obs, _ = self._vec.reset(seed=None if seeds is None else seeds[0])
-            except Exception:  # noqa: BLE001 - collected and re-raised below
-                errors.append(traceback.format_exc())
-                continue
-            return copy_batch(to_batch(obs)), []
-        raise EnvFailureError(
-            f"could not rebuild the native vector env after {len(errors)} attempts:\n"
-            + "\n".join(errors)
-        )
-
-    def _shutdown(self) -> None:
-        vec, self._vec = self._vec, None
-        if vec is not None:
-            try:
-                vec.close()
-            except Exception:  # noqa: BLE001 - closing a broken env; nothing more to do
-                pass
-
-    def close(self) -> None:
-        self._shutdown()
 
 
 def _has_reply(pipe: Any) -> bool:
