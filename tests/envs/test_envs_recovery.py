@@ -173,3 +173,12 @@ def test_garbage_collected_manager_leaves_no_process(no_leaked_children):
     import gc
 
     gc.collect()
+
+
+@pytest.mark.parametrize("how", ["raise", "exit"])
+def test_async_env_failing_after_every_restart_gives_up(how, no_leaked_children):
+    with EnvManager(flaky(fail_at=1, how=how), n_envs=2, mode="async") as m:
+        m.reset()
+        with pytest.raises(EnvFailureError):
+            for _ in range(10):
+                m.step(ZEROS)
