@@ -16,7 +16,8 @@ SUPPORTED = ("Box with a 1-D shape (vector observations → MLP), "
 
 
 class Encoder(nn.Module):
-    """Maps a batch of observations [B, *obs_space.shape] to features [B, out_dim].
+    """Maps a batch of observations [B, *obs_space.shape] to features [B, out_dim] (exactly one
+    leading batch axis).
 
     `trunk` is None (vectors) or a ConvTrunk (images); `mlp` holds the `hidden` layers, each
     followed by the activation. An input whose shape does not match the space raises
@@ -33,9 +34,7 @@ class Encoder(nn.Module):
         self.out_dim = out_dim
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        n = len(self.obs_shape)
-        if obs.dim() <= n or tuple(obs.shape[-n:]) != self.obs_shape or (self.trunk is not None
-                                                                        and obs.dim() != n + 1):
+        if obs.shape[1:] != self.obs_shape:
             raise ObservationShapeError(
                 f"this model was built for observation space {self.space_repr} and expects a batch "
                 f"of shape [B, {', '.join(map(str, self.obs_shape))}]; got {tuple(obs.shape)}. "

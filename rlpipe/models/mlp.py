@@ -14,7 +14,7 @@ class MLP(nn.Module):
 
     With `activate_output=True` the activation also follows the last layer (use it for an
     encoder whose output feeds further layers). Inputs are [..., in_dim]; a different last
-    dimension raises `ObservationShapeError`.
+    dimension raises `ObservationShapeError`. The layers are `self.net` (an nn.Sequential).
     """
 
     def __init__(
@@ -37,11 +37,18 @@ class MLP(nn.Module):
             if i < len(sizes) - 2 or activate_output:
                 layers.append(activation())
         self.net = nn.Sequential(*layers)
+        self._steps = tuple(layers)  # plain tuple (not registered twice): the fast path below
         self.in_dim = sizes[0]
         self.out_dim = sizes[-1]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.shape[-1:] != (self.in_dim,):
+        if x.dim() == 0 or x.shape[-1] != self.in_dim:
             raise ObservationShapeError(
                 f"MLP expects inputs of shape [..., {self.in_dim}], got {tuple(x.shape)}.")
-        return self.net(x)
+        # Run each layer's forward directly instead of through Module.__call__ (and Sequential):
+        # collectors call this once per env step, where call overhead outweighs a small
+        # network's arithmetic (about half the time at batch 8). Per-layer hooks are not run;
+        # hooks on the MLP itself are.
+        for step in self._steps:
+            x = step.forward(x)
+        return x
