@@ -5,7 +5,9 @@ Rules of `merge_config` (the defaults are the schema):
 - a key that the defaults do not have is an error naming the full dotted key and its close matches;
 - a dict default is a section: the user's value must be a mapping and is merged key by key
   (an *empty* dict default is an open mapping: any keys are accepted, unchecked);
-- a default of None accepts any value (use it for optional or free-form settings);
+- a default of None accepts any value (use it for optional or free-form settings), and None is
+  accepted for any non-section key (None means "off"/"unset", e.g. ``grad_clip=None``; the
+  component that reads the key says whether it may be None);
 - otherwise the user's value must have the default's type, with these conversions:
   int → float (``lr=1`` gives ``1.0``), an integral float → int (``1e6`` for an int key),
   list ↔ tuple (converted to the default's type). bool is never taken for a number, nor a
@@ -88,7 +90,7 @@ def _type_error(key: str, default: Any, value: Any, expected: str | None = None)
 
 def _check_value(key: str, default: Any, value: Any) -> Any:
     """Return `value` converted to the default's type, or raise ConfigTypeError."""
-    if default is None:
+    if default is None or value is None:
         return copy.deepcopy(value)
     if isinstance(default, bool):
         if isinstance(value, (bool, np.bool_)):
@@ -123,11 +125,16 @@ def _check_value(key: str, default: Any, value: Any) -> Any:
     raise _type_error(key, default, value)
 
 
-def merge_config(defaults: Mapping, user: Mapping | None, path: str = "") -> EasyDict:
+def merge_config(defaults: Mapping, user: Mapping | None, path: str = "", *,
+                 allow_unknown: bool = False) -> EasyDict:
     """Deep-merge `user` over `defaults` and return a new EasyDict (neither input is modified).
 
     `path` is the dotted location of these mappings in a larger config; it prefixes the keys
     named in errors (``merge_config(DQNPolicy.default_config(), cfg.policy, path="policy")``).
+    With `allow_unknown=True` keys the defaults lack are copied through unchecked instead of
+    raising (for a component that reads only part of a section, e.g. a policy given the run
+    config's policy section, which also holds the pipeline's settings); known keys are still
+    type-checked.
     """
     if not isinstance(defaults, Mapping):
         raise ConfigTypeError(f"defaults at {path or 'the top level'!r} must be a mapping, got "
@@ -143,7 +150,7 @@ def merge_config(defaults: Mapping, user: Mapping | None, path: str = "") -> Eas
     for key, value in user.items():
         full = _join(path, key)
         if key not in defaults:
-            if not open_mapping:
+            if not (open_mapping or allow_unknown):
                 raise _unknown_key(path, key, defaults.keys())
             merged[key] = copy.deepcopy(value)
             continue
@@ -151,7 +158,7 @@ def merge_config(defaults: Mapping, user: Mapping | None, path: str = "") -> Eas
         if isinstance(default, Mapping):
             if not isinstance(value, Mapping):
                 raise _type_error(full, default, value, "a mapping (section)")
-            merged[key] = merge_config(default, value, full)
+            merged[key] = merge_config(default, value, full, allow_unknown=allow_unknown)
         else:
             merged[key] = _check_value(full, default, value)
     return EasyDict(merged)

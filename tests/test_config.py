@@ -100,6 +100,11 @@ def test_none_default_accepts_anything_and_empty_dict_is_open():
     assert cfg.seed == 3 and cfg.learn.grad_clip == 10.0 and cfg.learn.extra.a.b == 1
     cfg = merge_config(defaults(), {"seed": {"nested": [1, 2]}})
     assert cfg.seed.nested == [1, 2]
+    # None is accepted for any non-section key ("off"), never for a section
+    cfg = merge_config(defaults(), {"learn": {"lr": None}, "model": {"hidden": None}})
+    assert cfg.learn.lr is None and cfg.model.hidden is None
+    with pytest.raises(ConfigTypeError, match="'learn'.*mapping"):
+        merge_config(defaults(), {"learn": None})
 
 
 def test_overrides_parse_literals_and_words():
@@ -144,3 +149,11 @@ def test_to_plain_round_trips_through_pickle():
     assert back == cfg
     back.seed.runs[0]["a"] = 5
     assert back.seed.runs[0].a == 5  # views agree after rebuilding from plain
+
+
+def test_allow_unknown_copies_extras_and_still_checks_types():
+    cfg = merge_config(defaults(), {"learn": {"lr": 0.5, "update_per_collect": 3}, "other": {"x": 1}},
+                       allow_unknown=True)
+    assert cfg.learn.update_per_collect == 3 and cfg.other.x == 1 and cfg.learn.lr == 0.5
+    with pytest.raises(ConfigTypeError, match="'learn.lr'"):
+        merge_config(defaults(), {"learn": {"lr": "x"}}, allow_unknown=True)
