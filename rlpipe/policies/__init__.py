@@ -1,2 +1,23 @@
-"""rlpipe.policies"""
-__all__: list = []
+"""rlpipe.policies: policies with collect / eval / learn faces, and a registry by name."""
+from rlpipe.models import ObservationShapeError, UnsupportedSpaceError
+
+from .base import CollectMode, EvalMode, LearnMode, Policy, describe_space
+from .dqn import DQNPolicy
+from .random_policy import RandomPolicy
+from .registry import UnknownPolicyError, get_policy, policy_names, register_policy
+
+__all__ = [
+    "CollectMode",
+    "DQNPolicy",
+    "EvalMode",
+    "LearnMode",
+    "ObservationShapeError",
+    "Policy",
+    "RandomPolicy",
+    "UnknownPolicyError",
+    "UnsupportedSpaceError",
+    "describe_space",
+    "get_policy",
+    "policy_names",
+    "register_policy",
+]

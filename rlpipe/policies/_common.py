@@ -1,0 +1,41 @@
+"""Small pieces shared by policies: devices, target-network updates, state snapshots."""
+from __future__ import annotations
+
+from typing import Dict
+
+import torch
+from torch import nn
+
+
+def resolve_device(name: str) -> torch.device:
+    """"cpu", "cuda", "cuda:1" or "auto" (cuda when available, else cpu) → torch.device."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError(f"device {name!r} was asked for but CUDA is not available here; "
+                           "set device='cpu' or device='auto'.")
+    return device
+
+
+@torch.no_grad()
+def hard_update(target: nn.Module, source: nn.Module) -> None:
+    """Copy `source`'s parameters and buffers into `target` (devices may differ)."""
+    for t, s in zip(target.parameters(), source.parameters()):
+        t.copy_(s)
+    for t, s in zip(target.buffers(), source.buffers()):
+        t.copy_(s)
+
+
+@torch.no_grad()
+def soft_update(target: nn.Module, source: nn.Module, tau: float) -> None:
+    """Polyak averaging: target ← tau · source + (1 − tau) · target."""
+    for t, s in zip(target.parameters(), source.parameters()):
+        t.lerp_(s, tau)
+    for t, s in zip(target.buffers(), source.buffers()):
+        t.copy_(s)
+
+
+def clone_state(module: nn.Module) -> Dict[str, torch.Tensor]:
+    """A detached copy of `module.state_dict()` (a snapshot, not live references)."""
+    return {k: v.detach().clone() for k, v in module.state_dict().items()}

@@ -1,0 +1,193 @@
+"""The policy interface: three faces (collect / eval / learn), defaults, state, space checks.
+
+A policy subclass implements `default_config()`, the four `_forward_*`/`_refresh` methods and
+`state_dict()`/`load_state_dict()`; the base builds the faces that middleware use:
+
+- ``policy.collect_mode``: ``forward(obs, **collect_kwargs) -> {"action": np.ndarray, ...}`` and
+  ``refresh()`` (copy the learner's weights into the acting copy; called at each iteration start);
+- ``policy.eval_mode``: ``forward(obs) -> {"action": ...}`` (greedy / deterministic);
+- ``policy.learn_mode``: ``forward(batch) -> {stat: float, ...}`` and ``train_iter``.
+"""
+from __future__ import annotations
+
+import abc
+from typing import Any, Callable, ClassVar, Dict, Mapping, Protocol, Tuple, runtime_checkable
+
+import gymnasium as gym
+from easydict import EasyDict
+
+from rlpipe.config import merge_config
+from rlpipe.models import UnsupportedSpaceError
+
+__all__ = ["CollectMode", "EvalMode", "LearnMode", "Policy", "UnsupportedSpaceError",
+           "describe_space"]
+
+
+@runtime_checkable
+class CollectMode(Protocol):
+    def forward(self, obs: Any, **collect_kwargs: Any) -> Dict[str, Any]: ...
+    def refresh(self) -> None: ...
+
+
+@runtime_checkable
+class EvalMode(Protocol):
+    def forward(self, obs: Any) -> Dict[str, Any]: ...
+
+
+@runtime_checkable
+class LearnMode(Protocol):
+    train_iter: int
+    def forward(self, batch: Dict[str, Any]) -> Dict[str, Any]: ...
+
+
+class _CollectFace:
+    """`policy.collect_mode`. `forward` and `refresh` are the policy's bound methods (no extra
+    call layer on the per-step path)."""
+
+    __slots__ = ("policy", "forward", "refresh")
+
+    def __init__(self, policy: "Policy") -> None:
+        self.policy = policy
+        self.forward: Callable[..., Dict[str, Any]] = policy._forward_collect
+        self.refresh: Callable[[], None] = policy._refresh
+
+    @property
+    def cfg(self) -> EasyDict:
+        return self.policy.cfg
+
+    def __repr__(self) -> str:
+        return f"<collect_mode of {type(self.policy).__name__}>"
+
+
+class _EvalFace:
+    """`policy.eval_mode`."""
+
+    __slots__ = ("policy", "forward")
+
+    def __init__(self, policy: "Policy") -> None:
+        self.policy = policy
+        self.forward: Callable[[Any], Dict[str, Any]] = policy._forward_eval
+
+    @property
+    def cfg(self) -> EasyDict:
+        return self.policy.cfg
+
+    def __repr__(self) -> str:
+        return f"<eval_mode of {type(self.policy).__name__}>"
+
+
+class _LearnFace:
+    """`policy.learn_mode`; `train_iter` counts completed learn steps."""
+
+    __slots__ = ("policy", "forward")
+
+    def __init__(self, policy: "Policy") -> None:
+        self.policy = policy
+        self.forward: Callable[[Dict[str, Any]], Dict[str, Any]] = policy._forward_learn
+
+    @property
+    def train_iter(self) -> int:
+        return self.policy.train_iter
+
+    @property
+    def cfg(self) -> EasyDict:
+        return self.policy.cfg
+
+    def __repr__(self) -> str:
+        return f"<learn_mode of {type(self.policy).__name__} at train_iter {self.train_iter}>"
+
+
+def describe_space(space: gym.Space) -> str:
+    """A short description of a space for messages, e.g. ``Discrete(2)`` or
+    ``Box(-1.0, 1.0, (3,), float32)``."""
+    return repr(space)
+
+
+class Policy(abc.ABC):
+    """Base of all policies: ``Policy(cfg, obs_space, action_space)``.
+
+    `cfg` is merged over `default_config()` here (a wrong type raises
+    `rlpipe.config.ConfigError`; keys the policy does not know are kept for the pipeline), so a
+    partial config and an already merged one both work. Strict unknown-key checking belongs to
+    the run-level merge: ``merge_config(policy_cls.default_config(), user_policy_cfg)``.
+    Subclasses declare the spaces they accept in `obs_space_types`/`action_space_types` and
+    a `space_hint` that the unsupported-space error adds (e.g. which policy to use instead).
+    """
+
+    obs_space_types: ClassVar[Tuple[type, ...]] = (gym.spaces.Space,)
+    action_space_types: ClassVar[Tuple[type, ...]] = (gym.spaces.Space,)
+    space_hint: ClassVar[str] = ""
+
+    def __init__(self, cfg: Mapping | None, obs_space: gym.Space, action_space: gym.Space) -> None:
+        self.check_spaces(obs_space, action_space)
+        # Keys outside the defaults are kept, not rejected: the run config's policy section also
+        # carries pipeline settings (collect.n_sample, other.eps ...) that the run-level merge
+        # checks against the pipeline's defaults.
+        self.cfg: EasyDict = merge_config(self.default_config(), cfg or {}, path="policy",
+                                          allow_unknown=True)
+        self.obs_space = obs_space
+        self.action_space = action_space
+        self.train_iter = 0
+        self._collect_face = _CollectFace(self)
+        self._eval_face = _EvalFace(self)
+        self._learn_face = _LearnFace(self)
+
+    # --- the interface ------------------------------------------------------------------------
+    @classmethod
+    @abc.abstractmethod
+    def default_config(cls) -> EasyDict:
+        """A fresh EasyDict of every setting this policy reads, with its default."""
+
+    @abc.abstractmethod
+    def _forward_collect(self, obs: Any, **collect_kwargs: Any) -> Dict[str, Any]: ...
+
+    @abc.abstractmethod
+    def _refresh(self) -> None: ...
+
+    @abc.abstractmethod
+    def _forward_eval(self, obs: Any) -> Dict[str, Any]: ...
+
+    @abc.abstractmethod
+    def _forward_learn(self, batch: Dict[str, Any]) -> Dict[str, Any]: ...
+
+    @abc.abstractmethod
+    def state_dict(self) -> Dict[str, Any]:
+        """Networks, target networks, optimisers and counters; only tensors, dicts, lists,
+        numbers and strings, so that ``torch.load(path, weights_only=True)`` reads it back."""
+
+    @abc.abstractmethod
+    def load_state_dict(self, state: Mapping[str, Any]) -> None: ...
+
+    # --- faces ---------------------------------------------------------------------------------
+    @property
+    def collect_mode(self) -> CollectMode:
+        return self._collect_face
+
+    @property
+    def eval_mode(self) -> EvalMode:
+        return self._eval_face
+
+    @property
+    def learn_mode(self) -> LearnMode:
+        return self._learn_face
+
+    # --- spaces --------------------------------------------------------------------------------
+    @classmethod
+    def check_spaces(cls, obs_space: gym.Space, action_space: gym.Space) -> None:
+        """Raise `UnsupportedSpaceError` when this policy cannot handle the spaces."""
+        for what, space, allowed in (("observation", obs_space, cls.obs_space_types),
+                                     ("action", action_space, cls.action_space_types)):
+            if not isinstance(space, allowed):
+                names = " or ".join(t.__name__ for t in allowed)
+                hint = f" {cls.space_hint}" if cls.space_hint and what == "action" else ""
+                raise UnsupportedSpaceError(
+                    f"{cls.__name__} does not support the {what} space {describe_space(space)}: "
+                    f"it needs {names}.{hint}")
+
+    def describe_spaces(self) -> str:
+        return (f"{type(self).__name__}: observation space {describe_space(self.obs_space)}, "
+                f"action space {describe_space(self.action_space)}")
+
+    def __repr__(self) -> str:
+        return f"<{self.describe_spaces()}, train_iter={self.train_iter}>"
+

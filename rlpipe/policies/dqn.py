@@ -1,0 +1,223 @@
+"""DQN (Mnih et al. 2015) with double-Q (van Hasselt et al. 2016), dueling heads, n-step targets,
+a hard or Polyak target network, gradient clipping and prioritised-replay weights.
+
+Three copies of the Q network:
+  online  — trained by learn_mode.forward;
+  target  — a slow copy of online that values the bootstrap;
+  acting  — what collect_mode acts with; refresh() copies online into it, so acting never reads
+            weights that the learner is writing (async mode trains while the collector steps).
+
+TD target for a transition (obs, action, reward, next_obs):
+  y = reward + discount · Q_target(next_obs, a*),
+  a* = argmax_a Q_online(next_obs, a)  (double-Q)   or   argmax_a Q_target(next_obs, a),
+  discount = batch["discount"] (n-step: gamma**m, 0 after termination)   or
+             gamma · (1 − terminated).
+Truncation (time limit) does not stop the bootstrap: next_obs is then the true final obs.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import threading
+from typing import Any, Dict, Mapping
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn.functional as F
+from easydict import EasyDict
+
+from rlpipe.data import to_torch
+from rlpipe.models import ObservationShapeError, QNetwork
+
+from ._common import clone_state, hard_update, resolve_device, soft_update
+from .base import Policy
+
+__all__ = ["DQNPolicy"]
+
+# Batch keys a learn step reads (others, such as "index" or "truncated", stay in numpy).
+_LEARN_KEYS = ("obs", "action", "reward", "next_obs", "terminated", "discount", "weight")
+
+
+class DQNPolicy(Policy):
+    """Deep Q-learning for Discrete action spaces (vector or image observations)."""
+
+    obs_space_types = (gym.spaces.Box,)
+    action_space_types = (gym.spaces.Discrete,)
+    space_hint = ("DQN picks one of finitely many actions; for continuous control use SAC, TD3 "
+                  "or PPO (get_policy('sac'), get_policy('td3'), get_policy('ppo')).")
+
+    @classmethod
+    def default_config(cls) -> EasyDict:
+        return EasyDict(
+            device="cpu",        # learner device: "cpu", "cuda" or "auto" (cuda when available)
+            seed=None,           # seeds network init and exploration (None: fresh entropy)
+            model=dict(
+                hidden=(128, 128),   # fully connected layers (after the conv trunk for images)
+                dueling=False,       # dueling head: Q = V + A - mean(A)
+            ),
+            learn=dict(
+                lr=1e-3,             # Adam learning rate
+                batch_size=64,       # rows per learn step (read by the learner middleware)
+                gamma=0.99,          # discount per env step
+                nstep=1,             # n of n-step returns; n > 1 needs batches with "discount"
+                double_q=True,       # online net picks the next action, target net values it
+                target_update_freq=500,  # hard copy online → target every N learn steps ...
+                tau=None,            # ... or, when set, Polyak-average with tau every learn step
+                grad_clip=10.0,      # max global grad norm (None: no clipping)
+                huber=True,          # Huber (smooth L1) TD loss; False: squared error
+            ),
+            collect=dict(
+                device="cpu",        # where the acting copy lives (cheap per-step inference)
+            ),
+        )
+
+    def __init__(self, cfg: Mapping | None, obs_space: gym.Space, action_space: gym.Space) -> None:
+        super().__init__(cfg, obs_space, action_space)
+        c = self.cfg
+        self._check_cfg()
+        self.device = resolve_device(c.device)
+        self.collect_device = resolve_device(c.collect.device)
+        self.n_actions = int(action_space.n)
+        self.action_offset = int(action_space.start)  # Discrete(n, start=s): actions s..s+n-1
+        self._obs_shape = tuple(obs_space.shape)
+        with torch.random.fork_rng(devices=[]):  # seed our init without touching global RNG
+            if c.seed is not None:
+                torch.manual_seed(c.seed)
+            self.online = QNetwork(obs_space, self.n_actions, c.model.hidden, c.model.dueling)
+        self.online.to(self.device)
+        self.target = copy.deepcopy(self.online).requires_grad_(False)
+        self.acting = copy.deepcopy(self.online).to(self.collect_device).requires_grad_(False)
+        self.optimizer = torch.optim.Adam(self.online.parameters(), lr=c.learn.lr)
+        self._rng = np.random.default_rng(c.seed)
+        self._lock = threading.Lock()  # a learn step's weight update vs refresh / eval / state
+
+    def _check_cfg(self) -> None:
+        learn = self.cfg.learn
+        for key in ("lr", "batch_size", "gamma", "nstep", "target_update_freq"):
+            if learn[key] is None:
+                raise ValueError(f"policy.learn.{key} must be set (it is None).")
+        if learn.tau is not None and not 0.0 < learn.tau <= 1.0:
+            raise ValueError(f"policy.learn.tau must be in (0, 1] or None, got {learn.tau}.")
+        if learn.target_update_freq < 1:
+            raise ValueError("policy.learn.target_update_freq must be >= 1, "
+                             f"got {learn.target_update_freq}.")
+        if learn.nstep < 1:
+            raise ValueError(f"policy.learn.nstep must be >= 1, got {learn.nstep}.")
+        if learn.grad_clip is not None and learn.grad_clip <= 0:
+            raise ValueError(f"policy.learn.grad_clip must be > 0 or None, got {learn.grad_clip}.")
+
+    # --- collect: epsilon-greedy on the acting copy ---------------------------------------------
+    def _forward_collect(self, obs: Any, eps: float = 0.0) -> Dict[str, np.ndarray]:
+        obs = obs if isinstance(obs, np.ndarray) else np.asarray(obs)
+        if eps >= 1.0:  # all random: no need to run the network
+            if obs.shape[1:] != self._obs_shape:
+                self._bad_obs(obs)
+            action = self._rng.integers(self.n_actions, size=obs.shape[0])
+        else:
+            with torch.inference_mode():
+                q = self.acting(torch.as_tensor(obs, device=self.collect_device))
+            action = q.cpu().numpy().argmax(axis=1)
+            if eps > 0.0:
+                # One uniform draw u per row decides both: explore when u < eps, and then u/eps
+                # is itself uniform on [0, 1), so it picks the random action (cheaper than a
+                # second RNG call on this per-step path).
+                u = self._rng.random(action.shape[0])
+                random_action = np.minimum((u * (self.n_actions / eps)).astype(np.int64),
+                                           self.n_actions - 1)
+                action = np.where(u < eps, random_action, action)
+        if self.action_offset:
+            action = action + self.action_offset
+        return {"action": action}
+
+    def _refresh(self) -> None:
+        with self._lock:
+            hard_update(self.acting, self.online)
+
+    def _bad_obs(self, obs: np.ndarray) -> None:
+        raise ObservationShapeError(
+            f"DQNPolicy was built for observation space {self.obs_space!r} and expects a batch "
+            f"of shape [B, {', '.join(map(str, self._obs_shape))}]; got {obs.shape}.")
+
+    # --- eval: greedy on the online network ------------------------------------------------------
+    def _forward_eval(self, obs: Any) -> Dict[str, np.ndarray]:
+        obs = obs if isinstance(obs, np.ndarray) else np.asarray(obs)
+        with self._lock, torch.inference_mode():
+            q = self.online(torch.as_tensor(obs, device=self.device))
+        return {"action": q.cpu().numpy().argmax(axis=1) + self.action_offset}
+
+    # --- learn: one gradient step on a batch -----------------------------------------------------
+    def _forward_learn(self, batch: Mapping[str, Any]) -> Dict[str, Any]:
+        c = self.cfg.learn
+        if c.nstep > 1 and "discount" not in batch:
+            raise KeyError(f"policy.learn.nstep={c.nstep} but the batch has no 'discount' key; "
+                           "feed n-step transitions (rlpipe.data.NStepAccumulator) or set nstep=1.")
+        b = to_torch({k: batch[k] for k in _LEARN_KEYS if k in batch}, self.device)
+        action = b["action"].long().reshape(-1, 1) - self.action_offset
+
+        with torch.no_grad():
+            next_q_target = self.target(b["next_obs"])
+            if c.double_q:  # double-Q: the online net chooses, the target net evaluates
+                next_action = self.online(b["next_obs"]).argmax(dim=1, keepdim=True)
+            else:
+                next_action = next_q_target.argmax(dim=1, keepdim=True)
+            next_value = next_q_target.gather(1, next_action).squeeze(1)
+            if "discount" in b:
+                discount = b["discount"].float()
+            else:  # only termination stops the bootstrap; truncation does not
+                discount = c.gamma * (1.0 - b["terminated"].float())
+            td_target = b["reward"].float() + discount * next_value
+
+        q = self.online(b["obs"]).gather(1, action).squeeze(1)
+        if c.huber:
+            elementwise = F.smooth_l1_loss(q, td_target, reduction="none")
+        else:
+            elementwise = F.mse_loss(q, td_target, reduction="none")
+        weight = b.get("weight")  # prioritised replay: importance-sampling weights
+        loss = (elementwise * weight.float()).mean() if weight is not None else elementwise.mean()
+
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        max_norm = c.grad_clip if c.grad_clip is not None else math.inf
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.online.parameters(), max_norm)
+        with self._lock:
+            self.optimizer.step()
+            self.train_iter += 1
+            if c.tau is not None:
+                soft_update(self.target, self.online, c.tau)
+            elif self.train_iter % c.target_update_freq == 0:
+                hard_update(self.target, self.online)
+
+        td_error = (q - td_target).detach()
+        values = torch.stack([loss.detach(), q.detach().mean(), td_target.mean(),
+                              td_error.abs().mean(), grad_norm.detach().float()]).tolist()
+        stats: Dict[str, Any] = dict(zip(("loss", "q_mean", "target_mean", "td_abs_mean",
+                                          "grad_norm"), values))
+        if weight is not None:
+            stats["priority"] = td_error.abs().cpu().numpy()
+        return stats
+
+    # --- state -----------------------------------------------------------------------------------
+    def state_dict(self) -> Dict[str, Any]:
+        with self._lock:
+            return {
+                "online": clone_state(self.online),
+                "target": clone_state(self.target),
+                "acting": clone_state(self.acting),
+                "optimizer": copy.deepcopy(self.optimizer.state_dict()),
+                "train_iter": self.train_iter,
+                "rng": copy.deepcopy(self._rng.bit_generator.state),
+            }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        missing = {"online", "target", "acting", "optimizer", "train_iter", "rng"} - set(state)
+        if missing:
+            raise KeyError(f"DQNPolicy.load_state_dict: the state lacks {sorted(missing)}; "
+                           "it must come from DQNPolicy.state_dict().")
+        with self._lock:
+            self.online.load_state_dict(state["online"])
+            self.target.load_state_dict(state["target"])
+            self.acting.load_state_dict(state["acting"])
+            self.optimizer.load_state_dict(state["optimizer"])
+            self.train_iter = int(state["train_iter"])
+            self._rng.bit_generator.state = state["rng"]

@@ -1,0 +1,48 @@
+"""Policies by name: `get_policy("dqn")` → DQNPolicy."""
+from __future__ import annotations
+
+import difflib
+from typing import Dict, List, Type
+
+from .base import Policy
+from .dqn import DQNPolicy
+from .random_policy import RandomPolicy
+
+__all__ = ["UnknownPolicyError", "get_policy", "policy_names", "register_policy"]
+
+_REGISTRY: Dict[str, Type[Policy]] = {"dqn": DQNPolicy, "random": RandomPolicy}
+
+
+class UnknownPolicyError(KeyError):
+    """No policy is registered under that name (the message lists the known ones)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def register_policy(name: str, cls: Type[Policy], *, overwrite: bool = False) -> None:
+    """Make `cls` available as `get_policy(name)` (names are case-insensitive)."""
+    key = name.lower()
+    if not (isinstance(cls, type) and issubclass(cls, Policy)):
+        raise TypeError(f"register_policy({name!r}, ...) needs a Policy subclass, got {cls!r}.")
+    if key in _REGISTRY and _REGISTRY[key] is not cls and not overwrite:
+        raise ValueError(f"a policy is already registered as {name!r} ({_REGISTRY[key].__name__});"
+                         " pass overwrite=True to replace it.")
+    _REGISTRY[key] = cls
+
+
+def get_policy(name: str) -> Type[Policy]:
+    """The policy class registered under `name`."""
+    try:
+        return _REGISTRY[name.lower()]
+    except KeyError:
+        close = difflib.get_close_matches(name.lower(), list(_REGISTRY), n=3, cutoff=0.5)
+        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise UnknownPolicyError(
+            f"no policy named {name!r}.{hint} Known policies: {', '.join(policy_names())}. "
+            "Register a new one with rlpipe.policies.register_policy(name, cls).") from None
+
+
+def policy_names() -> List[str]:
+    """Registered policy names, sorted."""
+    return sorted(_REGISTRY)
