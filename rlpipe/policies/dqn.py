@@ -97,6 +97,8 @@ class DQNPolicy(Policy):
         for key in ("lr", "batch_size", "gamma", "nstep", "target_update_freq"):
             if learn[key] is None:
                 raise ValueError(f"policy.learn.{key} must be set (it is None).")
+        if self.cfg.model.hidden is None:
+            raise ValueError("policy.model.hidden must be a tuple of layer sizes (it is None).")
         if learn.tau is not None and not 0.0 < learn.tau <= 1.0:
             raise ValueError(f"policy.learn.tau must be in (0, 1] or None, got {learn.tau}.")
         if learn.target_update_freq < 1:
@@ -149,6 +151,11 @@ class DQNPolicy(Policy):
     # --- learn: one gradient step on a batch -----------------------------------------------------
     def _forward_learn(self, batch: Mapping[str, Any]) -> Dict[str, Any]:
         c = self.cfg.learn
+        missing = [k for k in ("obs", "action", "reward", "next_obs") if k not in batch]
+        if "discount" not in batch and "terminated" not in batch:
+            missing.append("terminated (or discount)")
+        if missing:
+            raise KeyError(f"DQN learn batch lacks {missing}; it has {sorted(batch)}.")
         if c.nstep > 1 and "discount" not in batch:
             raise KeyError(f"policy.learn.nstep={c.nstep} but the batch has no 'discount' key; "
                            "feed n-step transitions (rlpipe.data.NStepAccumulator) or set nstep=1.")

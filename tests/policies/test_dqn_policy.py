@@ -201,6 +201,16 @@ def test_image_observations_and_dueling():
     assert np.isfinite(policy.learn_mode.forward(b)["loss"])
 
 
+def test_learn_batch_missing_keys_is_a_clear_error():
+    b = random_batch()
+    del b["terminated"]
+    with pytest.raises(KeyError, match=r"lacks \['terminated \(or discount\)'\]"):
+        small().learn_mode.forward(b)
+    del b["reward"]
+    with pytest.raises(KeyError, match=r"lacks \['reward'"):
+        small().learn_mode.forward(b)
+
+
 def test_learn_ignores_extra_batch_keys():
     b = random_batch()
     b["index"] = np.arange(16)
