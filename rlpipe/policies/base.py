@@ -103,13 +103,34 @@ def describe_space(space: gym.Space) -> str:
     return repr(space)
 
 
+# Settings of the pipeline around a policy that live in its config section, as in DI-engine
+# (read by the middleware, not the policy): a policy's config schema is its own defaults plus these.
+PIPELINE_DEFAULTS: Dict[str, Any] = dict(
+    collect=dict(n_sample=256, n_episode=8, random_collect_size=0),
+    other=dict(eps=dict(type="linear", start=1.0, end=0.05, decay=10_000)),
+    learn=dict(update_per_collect=1),
+    eval=dict(evaluator=dict(eval_freq=1000, n_episode=10)),
+)
+
+
+def _with_pipeline(defaults: Mapping[str, Any], pipeline: Mapping[str, Any]) -> Dict[str, Any]:
+    merged = dict(defaults)
+    for key, value in pipeline.items():
+        if isinstance(value, Mapping):
+            merged[key] = _with_pipeline(merged.get(key) or {}, value)
+        elif key not in merged:
+            merged[key] = value
+    return merged
+
+
 class Policy(abc.ABC):
     """Base of all policies: ``Policy(cfg, obs_space, action_space)``.
 
-    `cfg` is merged over `default_config()` here (a wrong type raises
-    `rlpipe.config.ConfigError`; keys the policy does not know are kept for the pipeline), so a
-    partial config and an already merged one both work. Strict unknown-key checking belongs to
-    the run-level merge: ``merge_config(policy_cls.default_config(), user_policy_cfg)``.
+    `cfg` is merged over `config_schema()` here — the policy's `default_config()` plus the
+    pipeline settings every policy section carries (`PIPELINE_DEFAULTS`: collect.n_sample,
+    other.eps, learn.update_per_collect, eval.evaluator ...). An unknown key or a wrong type
+    raises `rlpipe.config.ConfigError` naming the key, so a partial config and an already
+    merged one both work and a typo never passes silently.
     Subclasses declare the spaces they accept in `obs_space_types`/`action_space_types` and
     a `space_hint` that the unsupported-space error adds (e.g. which policy to use instead).
     """
@@ -120,17 +141,18 @@ class Policy(abc.ABC):
 
     def __init__(self, cfg: Mapping | None, obs_space: gym.Space, action_space: gym.Space) -> None:
         self.check_spaces(obs_space, action_space)
-        # Keys outside the defaults are kept, not rejected: the run config's policy section also
-        # carries pipeline settings (collect.n_sample, other.eps ...) that the run-level merge
-        # checks against the pipeline's defaults.
-        self.cfg: EasyDict = merge_config(self.default_config(), cfg or {}, path="policy",
-                                          allow_unknown=True)
+        self.cfg: EasyDict = merge_config(self.config_schema(), cfg or {}, path="policy")
         self.obs_space = obs_space
         self.action_space = action_space
         self.train_iter = 0
         self._collect_face = _CollectFace(self)
         self._eval_face = _EvalFace(self)
         self._learn_face = _LearnFace(self)
+
+    @classmethod
+    def config_schema(cls) -> EasyDict:
+        """Every key a policy section may hold: `default_config()` plus `PIPELINE_DEFAULTS`."""
+        return EasyDict(_with_pipeline(cls.default_config(), PIPELINE_DEFAULTS))
 
     # --- the interface ------------------------------------------------------------------------
     @classmethod
