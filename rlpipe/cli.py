@@ -1,0 +1,90 @@
+"""`rlpipe list | train | eval`: the command line."""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from typing import List, Optional
+
+USAGE_ERROR = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rlpipe", description="Train and evaluate RL agents.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="list the zoo entries")
+
+    train = sub.add_parser("train", help="train a zoo entry, e.g. `rlpipe train cartpole-dqn`")
+    train.add_argument("name", help="zoo entry (see `rlpipe list`)")
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--async", dest="async_mode", action="store_true",
+                       help="overlap collection and training (async_mode=True)")
+    train.add_argument("--set", dest="overrides", action="append", default=[],
+                       metavar="KEY=VALUE", help="override a config value, e.g. policy.learn.lr=3e-4")
+    train.add_argument("--run-dir", help="folder for this run (default runs/<name>/<timestamp>/)")
+    train.add_argument("--max-env-steps", type=int, help="stop after this many env steps")
+    train.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    evaluate = sub.add_parser("eval", help="evaluate a run folder or checkpoint")
+    evaluate.add_argument("target", help="a run folder (runs/<name>/<timestamp>/) or a .pt file")
+    evaluate.add_argument("--episodes", type=int, default=10)
+    evaluate.add_argument("--seed", type=int, default=12345)
+    return parser
+
+
+def _cmd_list() -> int:
+    from rlpipe.zoo import get_entry, list_entries
+
+    for name in list_entries():
+        doc = (get_entry(name).module.__doc__ or "").strip().splitlines()
+        print(f"{name:28s} {doc[0] if doc else ''}")
+    return 0
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    from rlpipe.zoo import train
+
+    if args.max_env_steps is not None and args.max_env_steps <= 0:
+        raise ValueError(f"--max-env-steps must be positive, got {args.max_env_steps}")
+    if args.run_dir:
+        os.makedirs(args.run_dir, exist_ok=True)
+    result = train(args.name, seed=args.seed, overrides=args.overrides, run_dir=args.run_dir,
+                   async_mode=args.async_mode, max_env_step=args.max_env_steps,
+                   progress=not args.no_progress)
+    summary = {k: result[k] for k in ("eval_value", "best_eval_value", "env_step", "train_iter", "wall_time", "run_dir")}
+    print(json.dumps(summary))
+    return 0
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from rlpipe.zoo._evaluate import evaluate_run
+
+    if args.episodes <= 0:
+        raise ValueError(f"--episodes must be positive, got {args.episodes}")
+    result = evaluate_run(args.target, episodes=args.episodes, seed=args.seed)
+    print(json.dumps(result))
+    return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        if args.command == "list":
+            return _cmd_list()
+        if args.command == "train":
+            return _cmd_train(args)
+        return _cmd_eval(args)
+    except KeyboardInterrupt:
+        print("rlpipe: interrupted", file=sys.stderr)
+        return 130
+    except (KeyError, ValueError, TypeError, ImportError, FileNotFoundError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"rlpipe {args.command}: error: {message}", file=sys.stderr)
+        return USAGE_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""The off-policy pipeline shared by the zoo's DQN (and later SAC/TD3) entries."""
+from __future__ import annotations
+
+import time
+from typing import Any, Dict, Mapping, Optional
+
+from easydict import EasyDict
+
+from rlpipe.config import merge_config
+from rlpipe.contexts import OnlineRLContext
+from rlpipe.data import PrioritizedReplayBuffer, ReplayBuffer, SampleRatioController
+from rlpipe.engine import task
+from rlpipe.envs import EnvManager
+from rlpipe.middleware import (CkptSaver, OffPolicyLearner, StepCollector, data_pusher,
+                               eps_greedy_handler, interaction_evaluator, nstep_reward_enhancer,
+                               online_logger, progress_bar, termination_checker)
+
+from ._run import limit_torch_threads, seed_everything
+
+RUN_DEFAULTS: Dict[str, Any] = dict(
+    seed=0,
+    run_dir=None,
+    async_mode=False,
+    max_env_step=100_000,
+    max_train_iter=None,
+    max_wall_time=None,
+    progress=True,
+    env=dict(id=None, n_envs=8, eval_n_envs=5, mode="auto", stop_value=None, step_timeout=None,
+             env_kwargs={}),
+    replay=dict(capacity=100_000, prioritized=False, alpha=0.6, beta=0.4, min_samples=1000,
+                max_updates_per_step=None),
+    logger=dict(tensorboard=True),
+    ckpt=dict(train_freq=5000),
+)
+
+def default_config(policy_cls: Any) -> EasyDict:
+    """The full default run config for an off-policy algorithm: run, env, replay, logger,
+    checkpoint sections, and the policy's own defaults plus the pipeline's settings."""
+    return EasyDict({**RUN_DEFAULTS, "policy": policy_cls.config_schema()})
+
+
+def resolve_config(policy_cls: Any, entry_config: Mapping,
+                   user: Optional[Mapping] = None) -> EasyDict:
+    """Defaults ← the zoo entry's config ← the user's config; unknown keys are errors."""
+    cfg = merge_config(default_config(policy_cls), entry_config)
+    return merge_config(cfg, user or {})
+
+
+def make_envs(cfg: Any) -> tuple:
+    env_cfg = cfg.env
+    common = dict(mode=env_cfg.mode, step_timeout=env_cfg.step_timeout,
+                  env_kwargs=dict(env_cfg.env_kwargs) or None)
+    collector_env = EnvManager(env_cfg.id, n_envs=env_cfg.n_envs, seed=cfg.seed, **common)
+    evaluator_env = EnvManager(env_cfg.id, n_envs=env_cfg.eval_n_envs, seed=cfg.seed + 10_000,
+                               **common)
+    return collector_env, evaluator_env
+
+
+def make_buffer(cfg: Any) -> Any:
+    replay = cfg.replay
+    ratio = replay.max_updates_per_step
+    if ratio is None:  # default: exactly the configured updates per collected step
+        ratio = cfg.policy.learn.update_per_collect / cfg.policy.collect.n_sample
+    controller = SampleRatioController(min_samples=replay.min_samples,
+                                       max_updates_per_step=ratio)
+    if replay.prioritized:
+        return PrioritizedReplayBuffer(replay.capacity, alpha=replay.alpha, beta=replay.beta,
+                                       seed=cfg.seed, controller=controller)
+    return ReplayBuffer(replay.capacity, seed=cfg.seed, controller=controller)
+
+
+def run_offpolicy(cfg: Any, policy_cls: Any) -> Dict[str, Any]:
+    """Train `policy_cls` with the pipeline of DI-engine's middleware guide; return a summary."""
+    seed_everything(cfg.seed)
+    limit_torch_threads()
+    collector_env, evaluator_env = make_envs(cfg)
+    policy = policy_cls(cfg.policy, collector_env.observation_space, collector_env.action_space)
+    buffer_ = make_buffer(cfg)
+    start = time.perf_counter()
+    best = []
+    try:
+        with task.start(async_mode=cfg.async_mode, ctx=OnlineRLContext()):
+            task.on("eval_end", lambda ctx: best.append(ctx.eval_value))
+            task.use(interaction_evaluator(cfg, policy.eval_mode, evaluator_env))
+            task.use(eps_greedy_handler(cfg))
+            task.use(StepCollector(cfg, policy.collect_mode, collector_env))
+            if cfg.policy.learn.get("nstep", 1) > 1:
+                task.use(nstep_reward_enhancer(cfg))
+            task.use(data_pusher(cfg, buffer_))
+            task.use(OffPolicyLearner(cfg, policy.learn_mode, buffer_))
+            task.use(termination_checker(max_env_step=cfg.max_env_step,
+                                         max_train_iter=cfg.max_train_iter,
+                                         max_wall_time=cfg.max_wall_time))
+            if cfg.run_dir:
+                task.use(online_logger(cfg, tensorboard=cfg.logger.tensorboard))
+                task.use(CkptSaver(cfg, policy, train_freq=cfg.ckpt.train_freq))
+            if cfg.progress:
+                task.use(progress_bar(cfg, total_env_steps=cfg.max_env_step))
+            task.run()
+            ctx = task.ctx
+            profile = task.profile()
+    finally:
+        collector_env.close()
+        evaluator_env.close()
+    return dict(eval_value=ctx.last_eval_value, best_eval_value=max(best, default=float("-inf")),
+                env_step=ctx.env_step, train_iter=ctx.train_iter,
+                wall_time=time.perf_counter() - start, run_dir=cfg.run_dir, profile=profile)

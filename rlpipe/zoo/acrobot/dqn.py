@@ -1,0 +1,29 @@
+"""DQN on Acrobot-v1 (stop at a mean eval return of -100)."""
+from typing import Any, Dict
+
+from rlpipe.policies import DQNPolicy
+from rlpipe.zoo._offpolicy import resolve_config, run_offpolicy
+
+POLICY = DQNPolicy
+
+config: Dict[str, Any] = dict(
+    max_env_step=100_000,
+    env=dict(id="Acrobot-v1", n_envs=8, eval_n_envs=10, stop_value=-100),
+    replay=dict(capacity=50_000, min_samples=1000),
+    policy=dict(
+        model=dict(hidden=(256, 256), dueling=True),
+        learn=dict(lr=6.3e-4, batch_size=128, gamma=0.99, update_per_collect=4,
+                   target_update_freq=250),
+        collect=dict(n_sample=16, random_collect_size=1000),
+        other=dict(eps=dict(type="linear", start=1.0, end=0.1, decay=12_000)),
+        eval=dict(evaluator=dict(eval_freq=2000, n_episode=10)),
+    ),
+)
+
+
+def main(cfg: Any) -> Dict[str, Any]:
+    return run_offpolicy(cfg, DQNPolicy)
+
+
+if __name__ == "__main__":
+    print(main(resolve_config(DQNPolicy, config)))

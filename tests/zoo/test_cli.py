@@ -1,0 +1,51 @@
+import json
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from rlpipe.cli import main
+
+FAST = ["--set", "policy.collect.random_collect_size=200", "--set", "replay.min_samples=200",
+        "--set", "policy.eval.evaluator.n_episode=2", "--set", "policy.eval.evaluator.eval_freq=100"]
+
+
+def test_list_prints_entries(capsys):
+    assert main(["list"]) == 0
+    assert "cartpole-dqn" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["train", "no-such-entry"], "unknown zoo entry 'no-such-entry'"),
+    (["train", "cartpole-dqn", "--set", "policy.learn.lrr=1"], "policy.learn.lrr"),
+    (["train", "cartpole-dqn", "--set", "novalue"], "key.path=value"),
+    (["train", "cartpole-dqn", "--max-env-steps", "0"], "--max-env-steps"),
+    (["eval", "/no/such/run"], "does not exist"),
+])
+def test_bad_input_exits_2_with_a_one_line_reason(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+
+
+def test_train_writes_a_run_folder_and_eval_reads_it(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    code = main(["train", "cartpole-dqn", "--max-env-steps", "1024", "--run-dir", str(run_dir),
+                 "--no-progress", *FAST])
+    assert code == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["env_step"] >= 1024 and summary["run_dir"] == str(run_dir)
+    for name in ("config.json", "metrics.jsonl", "log.txt", "ckpt/final.pt", "ckpt/latest.json"):
+        assert (run_dir / name).exists(), name
+    assert list((run_dir / "tb").iterdir())
+    assert main(["eval", str(run_dir), "--episodes", "3"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["entry"] == "cartpole-dqn" and result["episodes"] == 3
+    assert 8 <= result["mean_return"] <= 500
+
+
+def test_console_script_runs():
+    out = subprocess.run([sys.executable, "-m", "rlpipe.cli", "list"], capture_output=True,
+                         text=True, check=True).stdout
+    assert "acrobot-dqn" in out
