@@ -1,0 +1,91 @@
+"""Print (or check) the middleware table of docs/middleware.md from the contracts themselves.
+
+    python scripts/middleware_table.py           # print the table
+    python scripts/middleware_table.py --write   # rewrite it in docs/middleware.md
+"""
+from __future__ import annotations
+
+import pathlib
+import sys
+import tempfile
+import types
+
+import gymnasium as gym
+from easydict import EasyDict
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "middleware.md"
+BEGIN, END = "<!-- middleware-table:begin -->", "<!-- middleware-table:end -->"
+
+
+def _examples():
+    """One built instance of every library middleware (contracts live on what is built)."""
+    import rlpipe.middleware as mw
+
+    run_dir = tempfile.mkdtemp(prefix="rlpipe-table-")
+    cfg = EasyDict(run_dir=run_dir, env=dict(stop_value=None), ckpt=dict(train_freq=None),
+                   policy=dict(collect=dict(n_sample=8, n_episode=1, random_collect_size=0),
+                               learn=dict(batch_size=4, update_per_collect=1, nstep=3, gamma=0.9),
+                               other=dict(eps=dict(type="linear", start=1.0, end=0.1, decay=10)),
+                               eval=dict(evaluator=dict(eval_freq=10, n_episode=1))))
+    class Env:  # stands in for an EnvManager: nothing is stepped
+        n_envs, action_space = 1, gym.spaces.Discrete(2)
+
+        def close(self):
+            pass
+
+    env = Env()
+    policy = types.SimpleNamespace(state_dict=lambda: {}, forward=lambda *a, **k: {})
+    buffer_ = types.SimpleNamespace()
+    return {
+        "interaction_evaluator(cfg, policy.eval_mode, env)": mw.interaction_evaluator(cfg, policy, env),
+        "eps_greedy_handler(cfg)": mw.eps_greedy_handler(cfg),
+        "inferencer(seed, policy.collect_mode, env)": mw.inferencer(None, policy, env),
+        "rolloutor(policy.collect_mode, env)": mw.rolloutor(policy, env),
+        "StepCollector(cfg, policy.collect_mode, env)": mw.StepCollector(cfg, policy, env),
+        "EpisodeCollector(cfg, policy.collect_mode, env)": mw.EpisodeCollector(cfg, policy, env),
+        "nstep_reward_enhancer(cfg)": mw.nstep_reward_enhancer(cfg),
+        "data_pusher(cfg, buffer_)": mw.data_pusher(cfg, buffer_),
+        "offpolicy_data_fetcher(cfg, buffer_)": mw.offpolicy_data_fetcher(cfg, buffer_),
+        "trainer(cfg, policy.learn_mode)": mw.trainer(cfg, policy),
+        "OffPolicyLearner(cfg, policy.learn_mode, buffer_)": mw.OffPolicyLearner(cfg, policy, buffer_),
+        "termination_checker(max_env_step=..., max_train_iter=...)":
+            mw.termination_checker(max_env_step=1, max_train_iter=1),
+        "online_logger(cfg)": mw.online_logger(cfg, tensorboard=False),
+        "progress_bar(cfg)": mw.progress_bar(cfg, disable=True),
+        "CkptSaver(cfg, policy)": mw.CkptSaver(cfg, policy),
+    }
+
+
+def table() -> str:
+    from rlpipe.engine import contract_of
+
+    rows = ["| middleware | reads | writes | reads after `yield` |", "|---|---|---|---|"]
+    for call, built in _examples().items():
+        c = contract_of(built)
+        if c is None:
+            raise SystemExit(f"{call} has no contract: declare one with @contract")
+        fmt = lambda names: ", ".join(f"`{n}`" for n in sorted(names)) or "—"
+        rows.append(f"| `{call}` | {fmt(c.reads)} | {fmt(c.writes)} | {fmt(c.reads_after)} |")
+    return "\n".join(rows)
+
+
+def current_in_doc() -> str:
+    text = DOC.read_text()
+    return text.split(BEGIN, 1)[1].split(END, 1)[0].strip()
+
+
+def main() -> int:
+    generated = table()
+    if "--write" in sys.argv:
+        text = DOC.read_text()
+        head, rest = text.split(BEGIN, 1)
+        DOC.write_text(head + BEGIN + "\n" + generated + "\n" + END + rest.split(END, 1)[1])
+    else:
+        print(generated)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    sys.exit(main())

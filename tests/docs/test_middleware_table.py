@@ -1,0 +1,28 @@
+import importlib.util
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("middleware_table", ROOT / "scripts" / "middleware_table.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_middleware_table_in_docs_is_current():
+    script = _script()
+    assert script.current_in_doc() == script.table(), (
+        "docs/middleware.md is out of date: run `python scripts/middleware_table.py --write`")
+
+
+def test_every_exported_middleware_is_in_the_table():
+    import rlpipe.middleware as mw
+
+    listed = _script().table()
+    helpers = {"concat_steps", "epsilon_schedule", "evaluate_episodes", "load_checkpoint",
+               "NonFiniteLossError", "restore_checkpoint", "read_metrics"}
+    for name in mw.__all__:
+        if name not in helpers:
+            assert f"`{name}(" in listed, f"{name} is exported but missing from the table"
