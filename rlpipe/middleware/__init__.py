@@ -1,11 +1,11 @@
 """The middleware library: each item is `fn(ctx)` (or builds one) with a declared contract."""
 from .buffer_io import concat_steps, data_pusher, nstep_reward_enhancer, offpolicy_data_fetcher
-from .ckpt import CkptSaver, load_checkpoint
+from .ckpt import CkptSaver, load_checkpoint, restore_checkpoint
 from .collector import EpisodeCollector, StepCollector, inferencer, rolloutor
 from .evaluator import evaluate_episodes, interaction_evaluator
 from .exploration import eps_greedy_handler, epsilon_schedule
 from .learner import NonFiniteLossError, OffPolicyLearner, trainer
-from .logger import online_logger
+from .logger import online_logger, read_metrics
 from .progress import progress_bar
 from .termination import termination_checker
 
@@ -27,6 +27,8 @@ __all__ = [
     "offpolicy_data_fetcher",
     "online_logger",
     "progress_bar",
+    "read_metrics",
+    "restore_checkpoint",
     "rolloutor",
     "termination_checker",
     "trainer",

@@ -2,19 +2,33 @@
 
 The blocks of one file run in order in one namespace, in a temporary working directory.
 A block fenced as ```python no-run is shown but not executed (for commands that need a cluster
-or a long run); keep those rare.
+or a long run); keep those rare. In ```bash blocks (not marked no-run) every line that starts
+with `rlpipe ` is run, in order, in the same temporary directory, and must exit 0.
 """
 from __future__ import annotations
 
 import os
 import pathlib
 import re
+import shlex
+import subprocess
+import sys
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOC_FILES = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
 FENCE = re.compile(r"^```python([^\n]*)\n(.*?)^```", re.S | re.M)
+BASH_FENCE = re.compile(r"^```bash([^\n]*)\n(.*?)^```", re.S | re.M)
+
+
+def cli_lines(path: pathlib.Path) -> list[str]:
+    lines = []
+    for match in BASH_FENCE.finditer(path.read_text(encoding="utf-8")):
+        if "no-run" not in match.group(1):
+            lines += [ln.split("#")[0].strip() for ln in match.group(2).splitlines()
+                      if ln.strip().startswith("rlpipe ")]
+    return lines
 
 
 def python_blocks(path: pathlib.Path) -> list[tuple[int, str]]:
@@ -36,9 +50,13 @@ def test_docs_exist():
 @pytest.mark.parametrize("path", DOC_FILES, ids=lambda p: p.name)
 def test_doc_examples_run(path, tmp_path, monkeypatch):
     blocks = python_blocks(path)
-    if not blocks:
-        pytest.skip(f"{path.name} has no python examples")
+    if not blocks and not cli_lines(path):
+        pytest.skip(f"{path.name} has no python or rlpipe examples")
     monkeypatch.chdir(tmp_path)
+    for line in cli_lines(path):
+        argv = [sys.executable, "-m", "rlpipe.cli", *shlex.split(line)[1:]]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, f"{path.name}: `{line}` failed:\n{done.stderr[-2000:]}"
     namespace: dict = {"__name__": "__main__"}
     for line, code in blocks:
         compiled = compile(code, f"{path.relative_to(ROOT)}:{line}", "exec")
