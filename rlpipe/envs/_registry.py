@@ -163,3 +163,17 @@ for _name, _target, _kwargs in (
     ("lunarlandercontinuous", "LunarLander-v3", {"continuous": True}),
 ):
     register_env(_name, _target, **_kwargs)
+
+
+def _atari(game: str) -> EnvFactory:
+    def make(**kwargs: Any) -> gym.Env:
+        from rlpipe.envs._atari import make_atari
+
+        return make_atari(game, **kwargs)
+
+    make.__name__ = f"make_atari[{game}]"
+    return make
+
+
+for _game in ("Pong", "Breakout"):
+    register_env(f"atari-{_game.lower()}", _atari(f"ALE/{_game}-v5"))
