@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import pickle
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -216,6 +217,41 @@ class EnvManager:
     def _check_open(self, what: str) -> None:
         if self._closed:
             raise RuntimeError(f"EnvManager.{what}() called after close()")
+
+    _BOOKKEEPING = ("_ep_return", "_t", "_ep_start", "_needs_reset", "_reset_count", "restarts")
+
+    def get_state(self) -> bytes:
+        """The whole simulation state (sub-envs, their RNGs, episode bookkeeping, the action
+        space's RNG) as pickle bytes, for an exact resume of a run in sync or native mode.
+
+        Only restore states you wrote yourself: unpickling runs code. Async subprocess envs
+        cannot be captured (`NotImplementedError`); a resumed async run re-seeds its envs.
+        """
+        self._check_open("get_state")
+        if self.mode == "async":
+            raise NotImplementedError(
+                "EnvManager.get_state(): envs in async subprocesses cannot be captured; a resumed "
+                "run re-seeds them instead (use mode='sync' or 'native' for an exact resume)")
+        manager = {name: getattr(self, name) for name in self._BOOKKEEPING}
+        manager["action_space"] = self.action_space
+        return pickle.dumps({"mode": self.mode, "n_envs": self.n_envs, "manager": manager,
+                             "backend": self._backend.__dict__})
+
+    def set_state(self, state: bytes) -> None:
+        """Restore a state from `get_state()` of a manager built the same way (env, mode, n_envs)."""
+        self._check_open("set_state")
+        loaded = pickle.loads(state)  # noqa: S301 - a state this process family wrote
+        if (loaded["mode"], loaded["n_envs"]) != (self.mode, self.n_envs):
+            raise ValueError(
+                f"EnvManager.set_state(): the state is of {loaded['n_envs']} envs in mode "
+                f"{loaded['mode']!r}, this manager has {self.n_envs} in mode {self.mode!r}; "
+                f"build the manager with the run's original env settings")
+        self._backend.close()
+        self._backend.__dict__.update(loaded["backend"])
+        manager = loaded["manager"]
+        self.action_space = manager.pop("action_space")
+        for name, value in manager.items():
+            setattr(self, name, value)
 
     def close(self) -> None:
         """Close every sub-env and worker process. Safe to call more than once."""

@@ -1,0 +1,36 @@
+import numpy as np
+import pytest
+
+from rlpipe.envs import EnvManager
+
+
+@pytest.mark.parametrize("mode", ["sync", "native"])
+def test_restored_state_continues_the_same_stream(mode):
+    rng = np.random.default_rng(0)
+    actions = rng.integers(2, size=(300, 8))
+    with EnvManager("CartPole-v1", n_envs=8, seed=3, mode=mode) as a:
+        a.reset()
+        for act in actions[:100]:
+            a.step(act)
+        state = a.get_state()
+        rest_a = [a.step(act) for act in actions[100:]]
+        random_a = a.action_space.sample()
+    with EnvManager("CartPole-v1", n_envs=8, seed=99, mode=mode) as b:
+        b.reset()
+        b.set_state(state)
+        rest_b = [b.step(act) for act in actions[100:]]
+        random_b = b.action_space.sample()
+    for ra, rb in zip(rest_a, rest_b):
+        np.testing.assert_array_equal(ra.obs, rb.obs)
+        np.testing.assert_array_equal(ra.next_obs, rb.next_obs)
+        assert ra.episodes == rb.episodes
+    assert random_a == random_b
+
+
+def test_state_of_another_shape_is_refused():
+    with EnvManager("CartPole-v1", n_envs=2, seed=0, mode="sync") as a, \
+            EnvManager("CartPole-v1", n_envs=3, seed=0, mode="sync") as b:
+        a.reset()
+        b.reset()
+        with pytest.raises(ValueError, match="2 envs in mode 'sync'"):
+            b.set_state(a.get_state())
