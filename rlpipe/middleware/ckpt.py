@@ -103,8 +103,10 @@ class CkptSaver:
     - `final.pt` in the iteration where `current_task().finish` is set, or else when the task
       emits "finish" at the end of a run that did not fail (`save_finish`).
 
-    `extra_state`: a callable returning more state to save (RNG states, a buffer path …) or a
-    plain dict. `run_dir` defaults to `cfg.run_dir`.
+    `extra_state`: a callable returning more state to save, or a plain dict. `resume_state`:
+    a callable `fn(ctx) -> dict` called for the end-of-iteration files (iter/final, not
+    best.pt), whose result is stored under "resume" (RNG states, where the env and buffer
+    states were written ...; see rlpipe.zoo._resume). `run_dir` defaults to `cfg.run_dir`.
     """
 
     def __init__(
@@ -117,6 +119,7 @@ class CkptSaver:
         run_dir: Optional[PathLike] = None,
         extra_state: Union[Callable[[], Any], Dict[str, Any], None] = None,
         keep_last: Optional[int] = 3,
+        resume_state: Optional[Callable[[Any], Dict[str, Any]]] = None,
     ) -> None:
         if not callable(getattr(policy, "state_dict", None)):
             raise TypeError(f"CkptSaver(policy=...) needs an object with state_dict(); got a "
@@ -143,23 +146,30 @@ class CkptSaver:
         self._last_bucket = 0
         self._final_saved = False
         self._armed_task: Any = None
-        self._first_call = True
+        self.resume_state = resume_state
+        self._continue_run()
 
-    def _resume_best(self, ctx: Any) -> None:
-        # A resumed run (train_iter > 0) keeps the best value of the run it continues.
+    def _continue_run(self) -> None:
+        # A run folder that already holds checkpoints is being resumed: keep its best value (so
+        # a worse evaluation does not replace best.pt) and its periodic-save schedule.
         latest = _read_latest(self.ckpt_dir)
-        if ctx.train_iter > 0 and latest is not None:
-            best = latest.get("best_value")
-            if isinstance(best, (int, float)) and math.isfinite(best):
-                self.best_value = float(best)
+        if latest is None:
+            return
+        best = latest.get("best_value")
+        if isinstance(best, (int, float)) and math.isfinite(best):
+            self.best_value = float(best)
+        if self.train_freq is not None:
+            self._last_bucket = int(latest.get("train_iter", 0)) // self.train_freq
 
-    def _payload(self, ctx: Any) -> bytes:
+    def _payload(self, ctx: Any, resumable: bool) -> bytes:
         extra = self.extra_state() if callable(self.extra_state) else self.extra_state
+        resume = self.resume_state(ctx) if resumable and self.resume_state is not None else None
         eval_value = float(ctx.eval_value) if math.isfinite(ctx.eval_value) else None
         state = {
             "policy": weights_only_safe(self.policy.state_dict(), "policy.state_dict()"),
             "ctx": weights_only_safe(ctx.kept_state(), "ctx.kept_state()"),
             "extra": weights_only_safe(extra, "extra_state"),
+            "resume": weights_only_safe(resume, "resume_state"),
             "meta": {
                 "train_iter": int(ctx.train_iter),
                 "env_step": int(getattr(ctx, "env_step", 0)),
@@ -173,9 +183,6 @@ class CkptSaver:
         return buf.getvalue()
 
     def __call__(self, ctx: Any) -> None:
-        if self._first_call:
-            self._first_call = False
-            self._resume_best(ctx)
         names: List[str] = []
         if self.train_freq is not None and ctx.train_iter // self.train_freq > self._last_bucket:
             self._last_bucket = ctx.train_iter // self.train_freq
@@ -221,7 +228,9 @@ class CkptSaver:
 
     def save(self, ctx: Any, names: List[str]) -> List[Path]:
         """Write the checkpoint of `ctx` under each of `names` (atomically) and update latest.json."""
-        data = self._payload(ctx)
+        # iter_<n>.pt and final.pt are written at the end of an iteration: a consistent point to
+        # resume from. best.pt is written mid-iteration (at evaluation) and carries no resume state.
+        data = self._payload(ctx, resumable=names != ["best.pt"])
         paths = [atomic_write_bytes(self.ckpt_dir / name, data) for name in names]
         # All names hold the same state; latest.json prefers final, then the periodic file.
         newest = min(names, key=lambda n: 0 if n == "final.pt" else 1 if _ITER_RE.match(n) else 2)
@@ -298,11 +307,13 @@ def load_checkpoint(path_or_run_dir: PathLike, map_location: Any = "cpu", which:
     `path_or_run_dir`: a `.pt` file (loaded as is; an error if it is unreadable), or a run folder
     or its `ckpt/` folder. For a folder, `which="latest"` tries the newest checkpoint first and,
     if a file is truncated or corrupt, warns naming it and falls back to the next newest;
-    `which="best"` / `"final"` load `best.pt` / `final.pt`.
+    `which="best"` / `"final"` load `best.pt` / `final.pt`; `which="resumable"` the newest
+    loadable end-of-iteration checkpoint that carries resume state.
     """
     path = Path(path_or_run_dir)
-    if which not in ("latest", "best", "final"):
-        raise ValueError(f"load_checkpoint(which={which!r}): choose 'latest', 'best' or 'final'.")
+    if which not in ("latest", "best", "final", "resumable"):
+        raise ValueError(f"load_checkpoint(which={which!r}): choose 'latest', 'best', 'final' "
+                         f"or 'resumable'.")
     if not path.is_dir():
         if not path.is_file():
             raise FileNotFoundError(f"load_checkpoint: {path} does not exist (pass a run folder, "
@@ -312,12 +323,17 @@ def load_checkpoint(path_or_run_dir: PathLike, map_location: Any = "cpu", which:
         except _LOAD_ERRORS as err:
             raise RuntimeError(f"load_checkpoint: cannot load {path}: {err}") from err
     folder = _ckpt_folder(path)
-    if which != "latest":
+    if which in ("best", "final"):
         return load_checkpoint(folder / f"{which}.pt", map_location=map_location)
     tried = []
     for file in checkpoint_files(folder):
+        if which == "resumable" and file.name == "best.pt":
+            continue
         try:
-            return _load_one(file, map_location)
+            loaded = _load_one(file, map_location)
+            if which == "resumable" and not loaded.get("resume"):
+                continue
+            return loaded
         except _LOAD_ERRORS as err:
             tried.append(file.name)
             warnings.warn(f"checkpoint {file} cannot be loaded ({type(err).__name__}: "

@@ -175,6 +175,13 @@ class StepCollector:
         yield
         self._refresh()
 
+    def get_state(self) -> Dict[str, Any]:
+        """The observation each env acts from next (for an exact resume with the env state)."""
+        return {"obs": self._cursor.obs}
+
+    def set_state(self, state: Dict[str, Any]) -> None:
+        self._cursor.obs = state["obs"]
+
     def close(self) -> None:
         self.env.close()
 

@@ -100,7 +100,7 @@ def test_final_when_finish_is_set(tmp_path, running):
     saver(ctx)  # written once
     assert _names(tmp_path) == ["final.pt", "latest.json"]
     final = torch.load(tmp_path / "ckpt" / "final.pt", weights_only=True)
-    assert set(final) == {"policy", "ctx", "extra", "meta"}
+    assert set(final) == {"policy", "ctx", "extra", "resume", "meta"}
     assert torch.all(final["policy"]["net"]["weight"] == 7.0)
     assert load_checkpoint(tmp_path, which="final")["meta"]["train_iter"] == 12
 

@@ -1,0 +1,129 @@
+"""What a run saves beyond weights and counters so that `--resume` continues it exactly.
+
+At every end-of-iteration checkpoint (iter_<n>.pt, final.pt) the checkpoint's "resume" entry
+holds the RNG states of Python, NumPy and torch, and names a folder `ckpt/state_<total_step>/`
+written just before it (atomically, as a whole) with:
+
+- `envs.pkl` — the collector's and evaluator's env states (`EnvManager.get_state()`) and the
+  observation the collector acts from next. Pickle: resume only runs you wrote yourself. Async
+  subprocess envs cannot be captured: their runs resume with re-seeded envs (not exact).
+- `buffer.npz` — the replay buffer with its sampling RNG and sample-ratio counters
+  (`replay.save_buffer`, default on; pickle-free).
+
+The checkpoint file itself stays loadable with `torch.load(..., weights_only=True)`.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import random
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+import numpy as np
+import torch
+
+log = logging.getLogger(__name__)
+KEEP_STATES = 4
+
+
+def rng_state() -> Dict[str, Any]:
+    version, internal, gauss = random.getstate()
+    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    return {"python": [version, list(internal), gauss],
+            "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, cached],
+            "torch": torch.get_rng_state()}
+
+
+def set_rng_state(state: Dict[str, Any]) -> None:
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    kind, keys, pos, has_gauss, cached = state["numpy"]
+    np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, cached))
+    torch.set_rng_state(state["torch"])
+
+
+class RunState:
+    """Writes and restores the resume state of an off- or on-policy zoo pipeline."""
+
+    def __init__(self, run_dir: str, collector_env: Any, evaluator_env: Any, collector: Any,
+                 buffer_: Optional[Any] = None, save_buffer: bool = True) -> None:
+        self.ckpt_dir = Path(run_dir) / "ckpt"
+        self.collector_env, self.evaluator_env = collector_env, evaluator_env
+        self.collector, self.buffer = collector, buffer_
+        self.save_buffer = save_buffer and buffer_ is not None
+
+    def __call__(self, ctx: Any) -> Dict[str, Any]:
+        """CkptSaver's `resume_state`: write the state folder, return what the .pt keeps."""
+        name = f"state_{ctx.total_step}"
+        exact = True
+        envs: Dict[str, Any] = {"collector_obs": self.collector.get_state()}
+        for key, env in (("collector", self.collector_env), ("evaluator", self.evaluator_env)):
+            try:
+                envs[key] = env.get_state()
+            except NotImplementedError:
+                exact = False
+        tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=self.ckpt_dir))
+        with open(tmp / "envs.pkl", "wb") as f:
+            pickle.dump(envs, f)
+        if self.save_buffer:
+            self.buffer.save(tmp / "buffer.npz")
+        target = self.ckpt_dir / name
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+        self._prune()
+        return {"rng": rng_state(), "state_dir": name, "exact": exact,
+                "buffer": self.save_buffer}
+
+    def _prune(self) -> None:
+        states = sorted((p for p in self.ckpt_dir.glob("state_*") if p.is_dir()),
+                        key=lambda p: int(p.name.split("_")[1]))
+        for old in states[:-KEEP_STATES]:
+            shutil.rmtree(old, ignore_errors=True)
+
+    def restore(self, resume: Dict[str, Any]) -> None:
+        """Put envs, collector, buffer and RNGs back as they were when `resume` was saved."""
+        folder = self.ckpt_dir / resume["state_dir"]
+        if not folder.is_dir():
+            raise FileNotFoundError(
+                f"the checkpoint's state folder {folder} is missing; resume from a newer "
+                f"checkpoint or start a new run")
+        with open(folder / "envs.pkl", "rb") as f:
+            envs = pickle.load(f)  # noqa: S301 - written by this run
+        self.collector.set_state(envs["collector_obs"] if "collector" in envs else {"obs": None})
+        for key, env in (("collector", self.collector_env), ("evaluator", self.evaluator_env)):
+            if key in envs:
+                env.set_state(envs[key])
+            else:
+                log.warning("resume: the %s envs could not be saved (async mode); they restart "
+                            "from fresh episodes, so this resume is not exact", key)
+        if resume.get("buffer"):
+            self.buffer.load(folder / "buffer.npz")
+        set_rng_state(resume["rng"])
+
+
+def resumed_context(cfg: Any, policy: Any, run_state: Optional[RunState]) -> Any:
+    """A fresh OnlineRLContext, or — when `cfg.resume_from` names a checkpoint — the context
+    after the checkpoint's iteration, with policy, envs, buffer and RNGs restored."""
+    from rlpipe.contexts import OnlineRLContext
+    from rlpipe.middleware import load_checkpoint
+
+    ctx = OnlineRLContext()
+    if not cfg.resume_from:
+        return ctx
+    if run_state is None:
+        raise ValueError("resume_from needs run_dir (the run folder to continue)")
+    checkpoint = load_checkpoint(cfg.resume_from)
+    if not checkpoint.get("resume"):
+        raise ValueError(f"{checkpoint['path']} has no resume state (best.pt is saved "
+                         f"mid-iteration); resume from iter_<n>.pt or final.pt")
+    policy.load_state_dict(checkpoint["policy"])
+    ctx.load_kept_state(checkpoint["ctx"])
+    run_state.restore(checkpoint["resume"])
+    log.info("resumed from %s at env_step %d, train_iter %d", checkpoint["path"],
+             ctx.env_step, ctx.train_iter)
+    return ctx.renew()
