@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
 from typing import List, Optional
 
@@ -17,7 +16,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("list", help="list the zoo entries")
 
     train = sub.add_parser("train", help="train a zoo entry, e.g. `rlpipe train cartpole-dqn`")
-    train.add_argument("name", help="zoo entry (see `rlpipe list`)")
+    train.add_argument("name", nargs="?", help="zoo entry (see `rlpipe list`)")
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--async", dest="async_mode", action="store_true",
                        help="overlap collection and training (async_mode=True)")
@@ -26,6 +25,8 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--run-dir", help="folder for this run (default runs/<name>/<timestamp>/)")
     train.add_argument("--max-env-steps", type=int, help="stop after this many env steps")
     train.add_argument("--no-progress", action="store_true", help="no progress bar")
+    train.add_argument("--resume", metavar="RUN_DIR",
+                       help="continue the run in RUN_DIR from its newest checkpoint")
 
     evaluate = sub.add_parser("eval", help="evaluate a run folder or checkpoint")
     evaluate.add_argument("target", help="a run folder (runs/<name>/<timestamp>/) or a .pt file")
@@ -44,15 +45,20 @@ def _cmd_list() -> int:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from rlpipe.zoo import train
+    from rlpipe.zoo import resume, train
 
     if args.max_env_steps is not None and args.max_env_steps <= 0:
         raise ValueError(f"--max-env-steps must be positive, got {args.max_env_steps}")
-    if args.run_dir:
-        os.makedirs(args.run_dir, exist_ok=True)
-    result = train(args.name, seed=args.seed, overrides=args.overrides, run_dir=args.run_dir,
-                   async_mode=args.async_mode, max_env_step=args.max_env_steps,
-                   progress=not args.no_progress)
+    if args.resume:
+        result = resume(args.resume, name=args.name, overrides=args.overrides,
+                        max_env_step=args.max_env_steps, progress=not args.no_progress)
+    elif not args.name:
+        raise ValueError("name a zoo entry (`rlpipe train cartpole-dqn`; `rlpipe list` shows "
+                         "them) or continue a run with --resume RUN_DIR")
+    else:
+        result = train(args.name, seed=args.seed, overrides=args.overrides,
+                       run_dir=args.run_dir, async_mode=args.async_mode,
+                       max_env_step=args.max_env_steps, progress=not args.no_progress)
     summary = {k: result[k] for k in ("eval_value", "best_eval_value", "env_step", "train_iter", "wall_time", "run_dir")}
     print(json.dumps(summary))
     return 0
@@ -69,6 +75,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    from rlpipe.zoo import Interrupted
+
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -77,6 +85,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.command == "train":
             return _cmd_train(args)
         return _cmd_eval(args)
+    except Interrupted as stop:
+        print(f"rlpipe {args.command}: {stop}", file=sys.stderr)
+        return stop.exit_code
     except KeyboardInterrupt:
         print("rlpipe: interrupted", file=sys.stderr)
         return 130

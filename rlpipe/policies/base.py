@@ -138,6 +138,8 @@ class Policy(abc.ABC):
     obs_space_types: ClassVar[Tuple[type, ...]] = (gym.spaces.Space,)
     action_space_types: ClassVar[Tuple[type, ...]] = (gym.spaces.Space,)
     space_hint: ClassVar[str] = ""
+    # True when collect_mode.forward takes `eps` from an epsilon schedule (eps_greedy_handler).
+    explores_with_eps: ClassVar[bool] = False
 
     def __init__(self, cfg: Mapping | None, obs_space: gym.Space, action_space: gym.Space) -> None:
         self.check_spaces(obs_space, action_space)

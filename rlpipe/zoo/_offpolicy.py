@@ -15,6 +15,7 @@ from rlpipe.middleware import (CkptSaver, OffPolicyLearner, StepCollector, data_
                                eps_greedy_handler, interaction_evaluator, nstep_reward_enhancer,
                                online_logger, progress_bar, termination_checker)
 
+from ._resume import RunState, resumed_context
 from ._run import limit_torch_threads, seed_everything
 
 RUN_DEFAULTS: Dict[str, Any] = dict(
@@ -25,10 +26,11 @@ RUN_DEFAULTS: Dict[str, Any] = dict(
     max_train_iter=None,
     max_wall_time=None,
     progress=True,
+    resume_from=None,
     env=dict(id=None, n_envs=8, eval_n_envs=5, mode="auto", stop_value=None, step_timeout=None,
              env_kwargs={}),
     replay=dict(capacity=100_000, prioritized=False, alpha=0.6, beta=0.4, min_samples=1000,
-                max_updates_per_step=None),
+                max_updates_per_step=None, save_buffer=True),
     logger=dict(tensorboard=True),
     ckpt=dict(train_freq=5000),
 )
@@ -74,16 +76,23 @@ def run_offpolicy(cfg: Any, policy_cls: Any) -> Dict[str, Any]:
     seed_everything(cfg.seed)
     limit_torch_threads()
     collector_env, evaluator_env = make_envs(cfg)
+    if cfg.policy.get("seed", 0) is None:  # network init and exploration follow the run's seed
+        cfg.policy.seed = cfg.seed
     policy = policy_cls(cfg.policy, collector_env.observation_space, collector_env.action_space)
     buffer_ = make_buffer(cfg)
+    collector = StepCollector(cfg, policy.collect_mode, collector_env)
+    run_state = RunState(cfg.run_dir, collector_env, evaluator_env, collector, buffer_,
+                         save_buffer=cfg.replay.save_buffer) if cfg.run_dir else None
+    ctx = resumed_context(cfg, policy, run_state)
     start = time.perf_counter()
     best = []
     try:
-        with task.start(async_mode=cfg.async_mode, ctx=OnlineRLContext()):
+        with task.start(async_mode=cfg.async_mode, ctx=ctx):
             task.on("eval_end", lambda ctx: best.append(ctx.eval_value))
             task.use(interaction_evaluator(cfg, policy.eval_mode, evaluator_env))
-            task.use(eps_greedy_handler(cfg))
-            task.use(StepCollector(cfg, policy.collect_mode, collector_env))
+            if getattr(policy_cls, "explores_with_eps", False):  # DQN; SAC/TD3 explore alone
+                task.use(eps_greedy_handler(cfg))
+            task.use(collector)
             if cfg.policy.learn.get("nstep", 1) > 1:
                 task.use(nstep_reward_enhancer(cfg))
             task.use(data_pusher(cfg, buffer_))
@@ -93,7 +102,8 @@ def run_offpolicy(cfg: Any, policy_cls: Any) -> Dict[str, Any]:
                                          max_wall_time=cfg.max_wall_time))
             if cfg.run_dir:
                 task.use(online_logger(cfg, tensorboard=cfg.logger.tensorboard))
-                task.use(CkptSaver(cfg, policy, train_freq=cfg.ckpt.train_freq))
+                task.use(CkptSaver(cfg, policy, train_freq=cfg.ckpt.train_freq,
+                                   resume_state=run_state))
             if cfg.progress:
                 task.use(progress_bar(cfg, total_env_steps=cfg.max_env_step))
             task.run()

@@ -1,14 +1,17 @@
 """Finding zoo entries by name, checking their optional dependencies, and training one."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import difflib
 import importlib
 import importlib.util
 import logging
 import os
+import signal
+import threading
 from types import ModuleType
-from typing import Any, Dict, Iterable, List, Mapping, Optional
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional
 
 from easydict import EasyDict
 
@@ -45,7 +48,9 @@ class Entry:
         """Policy defaults ← entry config ← `user` ← `--set` overrides."""
         from ._offpolicy import resolve_config
 
-        cfg = resolve_config(self.policy_cls, self.config, user)
+        # an entry module may bring its pipeline's own resolve_config (e.g. the on-policy one)
+        resolve = getattr(self.module, "resolve_config", resolve_config)
+        cfg = resolve(self.policy_cls, self.config, user)
         return apply_overrides(cfg, list(overrides))
 
     def check_requirements(self) -> None:
@@ -75,11 +80,65 @@ def get_entry(name: str) -> Entry:
     return Entry(name, importlib.import_module(ENTRIES[name]))
 
 
+class Interrupted(Exception):
+    """The run was stopped by SIGINT/SIGTERM after finishing its iteration and checkpointing."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"stopped by {signal.Signals(signum).name}; the run folder holds a "
+                         f"final checkpoint: continue with `rlpipe train --resume RUN_DIR`")
+        self.signum = signum
+        self.exit_code = 128 + signum  # 130 for SIGINT, 143 for SIGTERM
+
+
+@contextlib.contextmanager
+def _graceful_stop() -> Iterator[List[int]]:
+    """First SIGINT/SIGTERM: finish the current iteration (the checkpoint saver writes final.pt,
+    envs and threads are closed), then raise `Interrupted`. A second one aborts at once."""
+    from rlpipe.engine import task
+
+    received: List[int] = []
+
+    def handle(signum: int, frame: Any) -> None:
+        if received:
+            raise KeyboardInterrupt
+        received.append(signum)
+        logging.getLogger("rlpipe").warning(
+            "%s: finishing the current iteration and checkpointing (again to abort)",
+            signal.Signals(signum).name)
+        task.finish = True
+
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+    previous = {s: signal.signal(s, handle) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+    if received:
+        raise Interrupted(received[0])
+
+
+def _run(entry: Entry, cfg: Any) -> Dict[str, Any]:
+    from ._run import attach_log_file, write_config
+
+    os.makedirs(cfg.run_dir, exist_ok=True)
+    write_config(cfg.run_dir, entry.name, cfg)
+    handler = attach_log_file(cfg.run_dir)
+    try:
+        with _graceful_stop():
+            return entry.main(cfg)
+    finally:
+        logging.getLogger("rlpipe").removeHandler(handler)
+        handler.close()
+
+
 def train(name: str, seed: int = 0, overrides: Iterable[str] = (), run_dir: Optional[str] = None,
           async_mode: bool = False, max_env_step: Optional[int] = None,
           progress: bool = True, runs_root: str = "runs") -> Dict[str, Any]:
     """Train zoo entry `name` (the scripting form of `rlpipe train`); returns its summary."""
-    from ._run import attach_log_file, new_run_dir, write_config
+    from ._run import new_run_dir
 
     entry = get_entry(name)
     entry.check_requirements()
@@ -88,12 +147,33 @@ def train(name: str, seed: int = 0, overrides: Iterable[str] = (), run_dir: Opti
         user["max_env_step"] = max_env_step
     cfg = entry.resolve(user, overrides)
     cfg.run_dir = run_dir or new_run_dir(name, runs_root)
-    os.makedirs(cfg.run_dir, exist_ok=True)
-    write_config(cfg.run_dir, name, cfg)
-    handler = attach_log_file(cfg.run_dir)
-    try:
-        logging.getLogger("rlpipe").info("training %s in %s", name, cfg.run_dir)
-        return entry.main(cfg)
-    finally:
-        logging.getLogger("rlpipe").removeHandler(handler)
-        handler.close()
+    logging.getLogger("rlpipe").info("training %s in %s", name, cfg.run_dir)
+    return _run(entry, cfg)
+
+
+def resume(run_dir: str, name: Optional[str] = None, overrides: Iterable[str] = (),
+           max_env_step: Optional[int] = None, progress: bool = True) -> Dict[str, Any]:
+    """Continue the run in `run_dir` from its newest resumable checkpoint (`rlpipe train
+    --resume RUN_DIR`): weights, optimiser, counters, exploration, RNGs, envs and buffer."""
+    from rlpipe.middleware import load_checkpoint
+
+    from ._run import read_config
+
+    if not os.path.isdir(run_dir):
+        raise FileNotFoundError(f"--resume {run_dir!r}: no such run folder; pass the folder that "
+                                f"`rlpipe train` printed (runs/<entry>/<timestamp>/)")
+    trained, plain = read_config(run_dir)
+    if name is not None and name != trained:
+        raise ValueError(f"--resume {run_dir!r}: that run trained {trained!r}, not {name!r}; "
+                         f"resume it as `rlpipe train --resume {run_dir}` or start a new run")
+    entry = get_entry(trained)
+    entry.check_requirements()
+    user: Dict[str, Any] = {"progress": progress}
+    if max_env_step is not None:
+        user["max_env_step"] = max_env_step
+    cfg = entry.resolve({**plain, **user}, overrides)
+    cfg.run_dir = run_dir
+    cfg.resume_from = str(load_checkpoint(run_dir, which="resumable")["path"])
+    logging.getLogger("rlpipe").info("resuming %s in %s from %s", trained, run_dir,
+                                     cfg.resume_from)
+    return _run(entry, cfg)
