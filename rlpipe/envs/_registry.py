@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -165,15 +166,11 @@ for _name, _target, _kwargs in (
     register_env(_name, _target, **_kwargs)
 
 
-def _atari(game: str) -> EnvFactory:
-    def make(**kwargs: Any) -> gym.Env:
-        from rlpipe.envs._atari import make_atari
+def _make_atari(game: str, **kwargs: Any) -> gym.Env:
+    from rlpipe.envs._atari import make_atari  # ale-py is optional: import on use
 
-        return make_atari(game, **kwargs)
-
-    make.__name__ = f"make_atari[{game}]"
-    return make
+    return make_atari(game, **kwargs)
 
 
 for _game in ("Pong", "Breakout"):
-    register_env(f"atari-{_game.lower()}", _atari(f"ALE/{_game}-v5"))
+    register_env(f"atari-{_game.lower()}", functools.partial(_make_atari, f"ALE/{_game}-v5"))
