@@ -1,16 +1,19 @@
 """rlpipe.models: torch networks (no knowledge of the rest of rlpipe)."""
 from ._errors import ObservationShapeError, UnsupportedSpaceError
+from .actor_critic import ActorCritic, RunningNorm
 from .conv import ConvTrunk
 from .encoder import Encoder, build_encoder
 from .mlp import MLP
 from .q_network import QNetwork
 
 __all__ = [
+    "ActorCritic",
     "ConvTrunk",
     "Encoder",
     "MLP",
     "ObservationShapeError",
     "QNetwork",
+    "RunningNorm",
     "UnsupportedSpaceError",
     "build_encoder",
 ]

@@ -1,0 +1,140 @@
+"""Actor-critic networks for policy-gradient methods (PPO), and a running observation normaliser."""
+from __future__ import annotations
+
+import math
+from typing import Sequence, Tuple, Type
+
+import gymnasium as gym
+import torch
+from torch import nn
+from torch.distributions import Categorical, Distribution, Independent, Normal
+
+from ._errors import UnsupportedSpaceError
+from .encoder import build_encoder
+
+
+class RunningNorm(nn.Module):
+    """Normalises observations with a running mean and variance: clip((x − mean) / std, ±clip).
+
+    The statistics are buffers (saved in `state_dict`, copied by a hard update) and change only
+    when `update(batch)` is called (Chan et al.'s parallel mean/variance update), so every
+    forward between two updates uses the same statistics.
+    """
+
+    def __init__(self, shape: Sequence[int], clip: float = 10.0, eps: float = 1e-8) -> None:
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(tuple(shape), dtype=torch.float64))
+        self.register_buffer("var", torch.ones(tuple(shape), dtype=torch.float64))
+        self.register_buffer("count", torch.tensor(eps, dtype=torch.float64))
+        self.clip = float(clip)
+        self.eps = float(eps)
+
+    @torch.no_grad()
+    def update(self, x: torch.Tensor) -> None:
+        """Fold a batch [B, *shape] into the statistics."""
+        x = x.to(self.mean.device, torch.float64).reshape(-1, *self.mean.shape)
+        n = x.shape[0]
+        if n == 0:
+            return
+        batch_mean = x.mean(0)
+        batch_var = x.var(0, unbiased=False)
+        total = self.count + n
+        delta = batch_mean - self.mean
+        self.mean += delta * (n / total)
+        self.var.copy_((self.var * self.count + batch_var * n + delta**2 * self.count * n / total)
+                       / total)
+        self.count.copy_(total)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        std = torch.sqrt(self.var + self.eps).to(torch.float32)
+        return ((x.float() - self.mean.to(torch.float32)) / std).clamp(-self.clip, self.clip)
+
+
+def _init_linear(layer: nn.Linear, gain: float) -> None:
+    nn.init.orthogonal_(layer.weight, gain)
+    nn.init.zeros_(layer.bias)
+
+
+class ActorCritic(nn.Module):
+    """An actor (action distribution) and a critic (state value) over one observation space.
+
+    - Discrete(n) actions: a Categorical over n logits.
+    - Box actions (1-D): a diagonal Gaussian whose mean comes from the network and whose
+      log-std is one learned parameter per action dimension (state-independent),
+      starting at `init_log_std`.
+    - The actor and critic have their own encoders (`build_encoder(obs_space, hidden)`), or share
+      one when `share_encoder=True` (sensible for images).
+    - `obs_norm=True` puts a `RunningNorm` in front of the encoders (vector observations only);
+      call `obs_norm.update(batch)` to move its statistics.
+    - Orthogonal initialisation (gain √2 in the hidden layers, 0.01 on the action head,
+      1 on the value head), as is usual for PPO.
+
+    Actions are in units of the network: a Discrete(n, start=s) action `a` is index `a − s`,
+    and Gaussian samples are not clipped here (the policy clips what it sends to the env).
+    """
+
+    def __init__(self, obs_space: gym.Space, action_space: gym.Space,
+                 hidden: Sequence[int] = (64, 64), activation: Type[nn.Module] = nn.Tanh,
+                 *, share_encoder: bool = False, init_log_std: float = 0.0,
+                 obs_norm: bool = False) -> None:
+        super().__init__()
+        if isinstance(action_space, gym.spaces.Discrete):
+            self.discrete = True
+            out_dim = int(action_space.n)
+        elif isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1:
+            self.discrete = False
+            out_dim = int(action_space.shape[0])
+        else:
+            raise UnsupportedSpaceError(
+                f"ActorCritic supports Discrete actions and 1-D Box actions, got {action_space!r}; "
+                "reshape a multi-dimensional Box action space to 1-D with an action wrapper.")
+        is_vector = isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 1
+        if obs_norm and not is_vector:
+            raise UnsupportedSpaceError(
+                f"obs_norm needs a 1-D Box observation space, got {obs_space!r}; images are "
+                "already scaled to [0, 1] — set obs_norm=False.")
+        self.obs_norm = RunningNorm(obs_space.shape) if obs_norm else None
+        self.actor_encoder = build_encoder(obs_space, hidden, activation)
+        self.critic_encoder = (None if share_encoder
+                               else build_encoder(obs_space, hidden, activation))
+        self.action_head = nn.Linear(self.actor_encoder.out_dim, out_dim)
+        self.value_head = nn.Linear(self.actor_encoder.out_dim, 1)
+        self.log_std = (None if self.discrete
+                        else nn.Parameter(torch.full((out_dim,), float(init_log_std))))
+        for module in self.modules():
+            if isinstance(module, nn.Linear):
+                _init_linear(module, math.sqrt(2.0))
+        _init_linear(self.action_head, 0.01)
+        _init_linear(self.value_head, 1.0)
+
+    def _features(self, obs: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        if self.obs_norm is not None:
+            obs = self.obs_norm(obs)
+        actor = self.actor_encoder(obs)
+        critic = actor if self.critic_encoder is None else self.critic_encoder(obs)
+        return actor, critic
+
+    def _dist(self, features: torch.Tensor) -> Distribution:
+        out = self.action_head(features)
+        if self.discrete:
+            return Categorical(logits=out, validate_args=False)
+        std = self.log_std.exp().expand_as(out)
+        return Independent(Normal(out, std, validate_args=False), 1, validate_args=False)
+
+    def forward(self, obs: torch.Tensor) -> Tuple[Distribution, torch.Tensor]:
+        """(action distribution, value [B]) for a batch of observations."""
+        actor, critic = self._features(obs)
+        return self._dist(actor), self.value_head(critic).squeeze(-1)
+
+    def dist(self, obs: torch.Tensor) -> Distribution:
+        """The action distribution alone (`log_prob`/`entropy` are summed over action dims)."""
+        if self.obs_norm is not None:
+            obs = self.obs_norm(obs)
+        return self._dist(self.actor_encoder(obs))
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        """The state value V(obs), shape [B]."""
+        if self.obs_norm is not None:
+            obs = self.obs_norm(obs)
+        encoder = self.actor_encoder if self.critic_encoder is None else self.critic_encoder
+        return self.value_head(encoder(obs)).squeeze(-1)
