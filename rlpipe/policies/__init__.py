@@ -3,6 +3,7 @@ from rlpipe.models import ObservationShapeError, UnsupportedSpaceError
 
 from .base import CollectMode, EvalMode, LearnMode, Policy, describe_space
 from .dqn import DQNPolicy
+from .ppo import PPOPolicy
 from .random_policy import RandomPolicy
 from .registry import UnknownPolicyError, get_policy, policy_names, register_policy
 
@@ -12,6 +13,7 @@ __all__ = [
     "EvalMode",
     "LearnMode",
     "ObservationShapeError",
+    "PPOPolicy",
     "Policy",
     "RandomPolicy",
     "UnknownPolicyError",

@@ -6,11 +6,12 @@ from typing import Dict, List, Type
 
 from .base import Policy
 from .dqn import DQNPolicy
+from .ppo import PPOPolicy
 from .random_policy import RandomPolicy
 
 __all__ = ["UnknownPolicyError", "get_policy", "policy_names", "register_policy"]
 
-_REGISTRY: Dict[str, Type[Policy]] = {"dqn": DQNPolicy, "random": RandomPolicy}
+_REGISTRY: Dict[str, Type[Policy]] = {"dqn": DQNPolicy, "ppo": PPOPolicy, "random": RandomPolicy}
 
 
 class UnknownPolicyError(KeyError):

@@ -1,0 +1,304 @@
+"""PPO with the clipped surrogate objective (Schulman et al. 2017), for Discrete and Box actions.
+
+collect (on the acting copy):  a ~ π_old(·|s),  logp = log π_old(a|s),  value = V_old(s).
+  Discrete: a Categorical over logits.  Box: a diagonal Gaussian N(μ(s), exp(log_std)), the
+  log-std one learned parameter per action dimension. The env gets the sample clipped to the
+  Box bounds ("action"); the learner uses the unclipped sample ("raw_action") and its logp.
+The middleware in between (gae_estimator) adds, per row, adv = GAE(γ, λ) and return = adv + value.
+
+learn, per rollout: `epoch_per_collect` passes over shuffled minibatches of `batch_size` rows,
+  ratio  = exp(log π(a|s) − logp)
+  A      = adv, normalised to mean 0 / std 1 within the minibatch when adv_norm
+  L_clip = mean(max(−A·ratio, −A·clip(ratio, 1 − ε, 1 + ε)))
+  L_V    = ½·mean((V(s) − return)²), or with value_clip c:
+           ½·mean(max((V − R)², (value + clip(V − value, −c, c) − R)²))
+  loss   = L_clip + value_coef·L_V − entropy_coef·H[π(·|s)]
+then a gradient step with the global grad norm clipped to grad_clip. The learning rate is constant
+or decays linearly to 0 over `lr_decay_env_steps` env steps (rows learned from). With target_kl
+set, the epochs stop early once an epoch's mean approx-KL exceeds it.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import threading
+from typing import Any, Dict, Mapping
+
+import gymnasium as gym
+import numpy as np
+import torch
+from easydict import EasyDict
+from torch import nn
+
+from rlpipe.data import to_torch
+from rlpipe.models import ActorCritic
+
+from ._common import clone_state, hard_update, resolve_device
+from .base import Policy, _CollectFace
+
+__all__ = ["PPOPolicy"]
+
+_ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU}
+_STATS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_frac", "grad_norm")
+
+
+class _PPOCollectFace(_CollectFace):
+    """`policy.collect_mode` of PPO: also `value(obs) -> np.ndarray [B]` (V of the acting copy),
+    which gae_estimator uses to bootstrap truncated episodes and the rollout's last step."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, policy: "PPOPolicy") -> None:
+        super().__init__(policy)
+        self.value = policy.value
+
+
+class PPOPolicy(Policy):
+    """Proximal policy optimisation (clipped objective) with an actor-critic network."""
+
+    obs_space_types = (gym.spaces.Box,)
+    action_space_types = (gym.spaces.Discrete, gym.spaces.Box)
+    space_hint = "PPO acts in Discrete(n) or 1-D Box action spaces."
+
+    @classmethod
+    def default_config(cls) -> EasyDict:
+        return EasyDict(
+            device="cpu",             # learner device: "cpu", "cuda" or "auto"
+            seed=None,                # seeds network init, action sampling and minibatch order
+            model=dict(
+                hidden=(64, 64),      # layers of the actor's and the critic's MLP
+                activation="tanh",    # "tanh", "relu" or "elu"
+                share_encoder=False,  # one encoder for actor and critic (e.g. for images)
+                init_log_std=0.0,     # Box actions: initial log-std of the Gaussian
+                obs_norm=False,       # running mean/std observation normalisation (vectors)
+            ),
+            learn=dict(
+                lr=3e-4,              # Adam learning rate (the start value when decaying)
+                lr_schedule="constant",   # "constant" or "linear" (to 0 over lr_decay_env_steps)
+                lr_decay_env_steps=None,  # env steps of the linear decay (zoo: max_env_step)
+                epoch_per_collect=10,     # passes over each rollout
+                batch_size=64,        # rows per minibatch
+                gamma=0.99,           # discount (read by gae_estimator)
+                gae_lambda=0.95,      # GAE λ (read by gae_estimator)
+                reward_scale=1.0,     # rewards × this before GAE (read by gae_estimator)
+                clip_ratio=0.2,       # ε of the clipped objective
+                value_clip=None,      # c: clip V's change to ±c around the collected value
+                value_coef=0.5,       # weight of the value loss
+                entropy_coef=0.0,     # weight of the entropy bonus
+                adv_norm=True,        # normalise advantages per minibatch
+                grad_clip=0.5,        # max global grad norm (None: no clipping)
+                target_kl=None,       # stop the epochs early above this approx-KL (None: never)
+            ),
+            collect=dict(
+                device="cpu",         # where the acting copy lives
+            ),
+        )
+
+    def __init__(self, cfg: Mapping | None, obs_space: gym.Space, action_space: gym.Space) -> None:
+        super().__init__(cfg, obs_space, action_space)
+        self._check_cfg()
+        c = self.cfg
+        self.device = resolve_device(c.device)
+        self.collect_device = resolve_device(c.collect.device)
+        self.discrete = isinstance(action_space, gym.spaces.Discrete)
+        self.action_offset = int(action_space.start) if self.discrete else 0
+        if not self.discrete:
+            self._low, self._high = action_space.low, action_space.high
+        with torch.random.fork_rng(devices=[]):  # seed our init without touching global RNG
+            if c.seed is not None:
+                torch.manual_seed(c.seed)
+            self.model = ActorCritic(obs_space, action_space, c.model.hidden,
+                                     _ACTIVATIONS[c.model.activation],
+                                     share_encoder=c.model.share_encoder,
+                                     init_log_std=c.model.init_log_std,
+                                     obs_norm=c.model.obs_norm)
+        self.model.to(self.device)
+        self.acting = copy.deepcopy(self.model).to(self.collect_device).requires_grad_(False)
+        self._params = list(self.model.parameters())
+        self.optimizer = torch.optim.Adam(self._params, lr=c.learn.lr, eps=1e-5)
+        # without a seed, draw one from torch's global RNG (so a seeded run stays reproducible)
+        seed = c.seed if c.seed is not None else int(torch.randint(2**62, ()).item())
+        self._collect_rng = torch.Generator(self.collect_device).manual_seed(seed)
+        self._learn_rng = torch.Generator().manual_seed(seed + 1)
+        self.learned_env_steps = 0  # rows learned from: the clock of the lr schedule
+        self._lock = threading.Lock()  # a learn step's weight update vs refresh / eval / state
+        self._collect_face = _PPOCollectFace(self)
+
+    def _check_cfg(self) -> None:
+        learn, model = self.cfg.learn, self.cfg.model
+        for key in ("lr", "epoch_per_collect", "batch_size", "gamma", "gae_lambda", "clip_ratio",
+                    "value_coef", "entropy_coef"):
+            if learn[key] is None:
+                raise ValueError(f"policy.learn.{key} must be set (it is None).")
+        if model.hidden is None:
+            raise ValueError("policy.model.hidden must be a tuple of layer sizes (it is None).")
+        if model.activation not in _ACTIVATIONS:
+            raise ValueError(f"policy.model.activation must be one of {sorted(_ACTIVATIONS)}, "
+                             f"got {model.activation!r}.")
+        if learn.lr_schedule not in ("constant", "linear"):
+            raise ValueError("policy.learn.lr_schedule must be 'constant' or 'linear', "
+                             f"got {learn.lr_schedule!r}.")
+        if learn.lr_schedule == "linear" and not (learn.lr_decay_env_steps or 0) > 0:
+            raise ValueError("policy.learn.lr_schedule='linear' needs policy.learn."
+                             "lr_decay_env_steps > 0 (the env steps over which lr decays to 0), "
+                             f"got {learn.lr_decay_env_steps!r}.")
+        for key in ("epoch_per_collect", "batch_size"):
+            if learn[key] < 1:
+                raise ValueError(f"policy.learn.{key} must be >= 1, got {learn[key]}.")
+        for key in ("gamma", "gae_lambda"):
+            if not 0.0 <= learn[key] <= 1.0:
+                raise ValueError(f"policy.learn.{key} must be in [0, 1], got {learn[key]}.")
+        for key in ("clip_ratio", "value_clip", "grad_clip", "target_kl"):
+            if learn[key] is not None and not learn[key] > 0:
+                raise ValueError(f"policy.learn.{key} must be > 0 (or None where allowed), "
+                                 f"got {learn[key]}.")
+
+    # --- collect: sample from π_old on the acting copy ------------------------------------------
+    def _forward_collect(self, obs: Any) -> Dict[str, np.ndarray]:
+        obs_t = torch.as_tensor(np.asarray(obs), device=self.collect_device)
+        with torch.inference_mode():
+            dist, value = self.acting(obs_t)
+            if self.discrete:
+                raw = torch.multinomial(dist.probs, 1, generator=self._collect_rng).squeeze(1)
+            else:
+                normal = dist.base_dist
+                noise = torch.randn(normal.loc.shape, generator=self._collect_rng,
+                                    device=self.collect_device)
+                raw = normal.loc + normal.scale * noise
+            logp = dist.log_prob(raw)
+        out = {"logp": logp.cpu().numpy(), "value": value.cpu().numpy()}
+        raw_np = raw.cpu().numpy()
+        if self.discrete:
+            out["action"] = raw_np + self.action_offset
+        else:  # the env gets the clipped action; the learner the sample whose logp we stored
+            out["action"] = np.clip(raw_np, self._low, self._high)
+            out["raw_action"] = raw_np
+        return out
+
+    def value(self, obs: Any) -> np.ndarray:
+        """V(obs) of the acting copy, float32 [B] (the critic that valued the rollout)."""
+        with torch.inference_mode():
+            v = self.acting.value(torch.as_tensor(np.asarray(obs), device=self.collect_device))
+        return v.cpu().numpy()
+
+    def _refresh(self) -> None:
+        with self._lock:
+            hard_update(self.acting, self.model)
+
+    # --- eval: the mode of π (argmax / mean) on the learner's network ---------------------------
+    def _forward_eval(self, obs: Any) -> Dict[str, np.ndarray]:
+        obs_t = torch.as_tensor(np.asarray(obs), device=self.device)
+        with self._lock, torch.inference_mode():
+            dist = self.model.dist(obs_t)
+            mode = dist.logits.argmax(-1) if self.discrete else dist.base_dist.loc
+        action = mode.cpu().numpy()
+        if self.discrete:
+            return {"action": action + self.action_offset}
+        return {"action": np.clip(action, self._low, self._high)}
+
+    # --- learn: epochs of clipped-objective minibatch steps over one rollout ----------------------
+    def current_lr(self) -> float:
+        """The learning rate the next learn_mode.forward uses."""
+        c = self.cfg.learn
+        if c.lr_schedule == "constant":
+            return float(c.lr)
+        return float(c.lr) * max(0.0, 1.0 - self.learned_env_steps / c.lr_decay_env_steps)
+
+    def _forward_learn(self, batch: Mapping[str, Any]) -> Dict[str, Any]:
+        c = self.cfg.learn
+        action_key = "raw_action" if "raw_action" in batch else "action"
+        keys = ["obs", action_key, "logp", "adv", "return"] + (["value"] if c.value_clip else [])
+        missing = [k for k in keys if k not in batch]
+        if missing:
+            raise KeyError(f"PPO learn batch lacks {missing}; it has {sorted(batch)}. Feed the "
+                           "rollout through gae_estimator (adds adv/return) from a PPO collect_mode "
+                           "(logp, value); random warm-up steps have no logp: set "
+                           "policy.collect.random_collect_size=0.")
+        b = to_torch({k: batch[k] for k in keys}, self.device)
+        n = int(b["adv"].shape[0])
+        if n == 0:
+            raise ValueError("PPO learn batch has no rows.")
+        action = b[action_key]
+        action = action.long() - self.action_offset if self.discrete else action.float()
+        lr = self.current_lr()
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+
+        stats, n_updates = [], 0
+        for _ in range(c.epoch_per_collect):
+            order = torch.randperm(n, generator=self._learn_rng).to(self.device)
+            epoch = [self._update(b, action, order[i:i + c.batch_size])
+                     for i in range(0, n, c.batch_size)]
+            stats += epoch
+            n_updates += len(epoch)
+            if c.target_kl is not None and torch.stack(epoch)[:, 3].mean() > c.target_kl:
+                break
+        self.learned_env_steps += n
+        if self.model.obs_norm is not None:  # the next rollout is collected with the new stats
+            with self._lock:
+                self.model.obs_norm.update(b["obs"])
+        out: Dict[str, Any] = dict(zip(_STATS, torch.stack(stats).mean(0).tolist()))
+        out.update(lr=lr, n_updates=n_updates)
+        return out
+
+    def _update(self, b: Dict[str, torch.Tensor], action: torch.Tensor,
+                idx: torch.Tensor) -> torch.Tensor:
+        c = self.cfg.learn
+        dist, value = self.model(b["obs"][idx])
+        log_ratio = dist.log_prob(action[idx]) - b["logp"][idx]
+        ratio = log_ratio.exp()
+        adv = b["adv"][idx].float()
+        if c.adv_norm and adv.numel() > 1:
+            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        policy_loss = torch.max(-adv * ratio,
+                                -adv * ratio.clamp(1.0 - c.clip_ratio, 1.0 + c.clip_ratio)).mean()
+        ret = b["return"][idx].float()
+        value_err = (value - ret) ** 2
+        if c.value_clip is not None:  # the critic may not move further than c from its old value
+            old = b["value"][idx].float()
+            clipped = old + (value - old).clamp(-c.value_clip, c.value_clip)
+            value_err = torch.max(value_err, (clipped - ret) ** 2)
+        value_loss = 0.5 * value_err.mean()
+        entropy = dist.entropy().mean()
+        loss = policy_loss + c.value_coef * value_loss - c.entropy_coef * entropy
+
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        max_norm = c.grad_clip if c.grad_clip is not None else math.inf
+        grad_norm = torch.nn.utils.clip_grad_norm_(self._params, max_norm)
+        with self._lock:
+            self.optimizer.step()
+            self.train_iter += 1
+        with torch.no_grad():
+            approx_kl = ((ratio - 1.0) - log_ratio).mean()  # Schulman's low-variance estimator
+            clip_frac = ((ratio - 1.0).abs() > c.clip_ratio).float().mean()
+            return torch.stack([policy_loss, value_loss, entropy, approx_kl, clip_frac,
+                                grad_norm.float()]).detach()
+
+    # --- state -----------------------------------------------------------------------------------
+    def state_dict(self) -> Dict[str, Any]:
+        with self._lock:
+            return {
+                "model": clone_state(self.model),
+                "acting": clone_state(self.acting),
+                "optimizer": copy.deepcopy(self.optimizer.state_dict()),
+                "train_iter": self.train_iter,
+                "learned_env_steps": self.learned_env_steps,
+                "collect_rng": self._collect_rng.get_state(),
+                "learn_rng": self._learn_rng.get_state(),
+            }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        missing = {"model", "acting", "optimizer", "train_iter", "learned_env_steps",
+                   "collect_rng", "learn_rng"} - set(state)
+        if missing:
+            raise KeyError(f"PPOPolicy.load_state_dict: the state lacks {sorted(missing)}; "
+                           "it must come from PPOPolicy.state_dict().")
+        with self._lock:
+            self.model.load_state_dict(state["model"])
+            self.acting.load_state_dict(state["acting"])
+            self.optimizer.load_state_dict(state["optimizer"])
+            self.train_iter = int(state["train_iter"])
+            self.learned_env_steps = int(state["learned_env_steps"])
+            self._collect_rng.set_state(state["collect_rng"].cpu())
+            self._learn_rng.set_state(state["learn_rng"].cpu())
