@@ -25,7 +25,8 @@ def _examples():
     run_dir = tempfile.mkdtemp(prefix="rlpipe-table-")
     cfg = EasyDict(run_dir=run_dir, env=dict(stop_value=None), ckpt=dict(train_freq=None),
                    policy=dict(collect=dict(n_sample=8, n_episode=1, random_collect_size=0),
-                               learn=dict(batch_size=4, update_per_collect=1, nstep=3, gamma=0.9),
+                               learn=dict(batch_size=4, update_per_collect=1, nstep=3, gamma=0.9,
+                                          gae_lambda=0.95),
                                other=dict(eps=dict(type="linear", start=1.0, end=0.1, decay=10)),
                                eval=dict(evaluator=dict(eval_freq=10, n_episode=1))))
     class Env:  # stands in for an EnvManager: nothing is stepped
@@ -49,6 +50,8 @@ def _examples():
         "offpolicy_data_fetcher(cfg, buffer_)": mw.offpolicy_data_fetcher(cfg, buffer_),
         "trainer(cfg, policy.learn_mode)": mw.trainer(cfg, policy),
         "OffPolicyLearner(cfg, policy.learn_mode, buffer_)": mw.OffPolicyLearner(cfg, policy, buffer_),
+        "gae_estimator(cfg, policy.collect_mode)": mw.gae_estimator(cfg, policy),
+        "multistep_trainer(cfg, policy.learn_mode)": mw.multistep_trainer(cfg, policy),
         "termination_checker(max_env_step=..., max_train_iter=...)":
             mw.termination_checker(max_env_step=1, max_train_iter=1),
         "online_logger(cfg)": mw.online_logger(cfg, tensorboard=False),

@@ -6,6 +6,7 @@ from .evaluator import evaluate_episodes, interaction_evaluator
 from .exploration import eps_greedy_handler, epsilon_schedule
 from .learner import NonFiniteLossError, OffPolicyLearner, trainer
 from .logger import online_logger, read_metrics
+from .onpolicy import gae_estimator, multistep_trainer
 from .progress import progress_bar
 from .termination import termination_checker
 
@@ -20,9 +21,11 @@ __all__ = [
     "eps_greedy_handler",
     "epsilon_schedule",
     "evaluate_episodes",
+    "gae_estimator",
     "inferencer",
     "interaction_evaluator",
     "load_checkpoint",
+    "multistep_trainer",
     "nstep_reward_enhancer",
     "offpolicy_data_fetcher",
     "online_logger",
