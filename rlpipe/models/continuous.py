@@ -1,0 +1,111 @@
+"""Networks for continuous control: a squashed Gaussian actor (SAC), a deterministic actor (TD3)
+and a twin Q critic (both).
+
+Actors act in the normalised box [-1, 1]^action_dim; the policy maps that box onto the env's
+bounds. Critics take normalised actions too.
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence, Tuple
+
+import gymnasium as gym
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .encoder import build_encoder
+from .mlp import MLP
+
+_LOG_2 = math.log(2.0)
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+def _check_action_dim(action_dim: int) -> int:
+    if int(action_dim) < 1:
+        raise ValueError(f"action_dim must be >= 1, got {action_dim}.")
+    return int(action_dim)
+
+
+class SquashedGaussianActor(nn.Module):
+    """obs → a tanh-squashed Gaussian over [-1, 1]^action_dim.
+
+    ``forward(obs) -> (mean, log_std)`` of the Gaussian before the tanh; log_std is squashed
+    smoothly into [log_std_min, log_std_max]. ``sample(obs)`` draws a reparameterised action
+    a = tanh(mean + std · ε) and its log-density, corrected for the tanh:
+    log π(a) = log N(u; mean, std) − Σ log(1 − tanh(u)²).
+    """
+
+    def __init__(self, obs_space: gym.Space, action_dim: int, hidden: Sequence[int] = (256, 256),
+                 log_std_min: float = -5.0, log_std_max: float = 2.0) -> None:
+        super().__init__()
+        if not log_std_min < log_std_max:
+            raise ValueError(f"log_std_min ({log_std_min}) must be < log_std_max ({log_std_max}).")
+        self.action_dim = _check_action_dim(action_dim)
+        self.encoder = build_encoder(obs_space, hidden)
+        self.mean_head = nn.Linear(self.encoder.out_dim, self.action_dim)
+        self.log_std_head = nn.Linear(self.encoder.out_dim, self.action_dim)
+        self.log_std_min = float(log_std_min)
+        self.log_std_max = float(log_std_max)
+
+    def forward(self, obs: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        features = self.encoder(obs)
+        log_std = torch.tanh(self.log_std_head(features))
+        log_std = self.log_std_min + 0.5 * (self.log_std_max - self.log_std_min) * (log_std + 1.0)
+        return self.mean_head(features), log_std
+
+    def sample(self, obs: torch.Tensor, generator: torch.Generator | None = None
+               ) -> Tuple[torch.Tensor, torch.Tensor]:
+        """(action in [-1, 1] [B, A], log π(action) [B]); differentiable in the weights."""
+        mean, log_std = self(obs)
+        noise = torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
+        u = mean + log_std.exp() * noise
+        log_prob = (-0.5 * noise.pow(2) - log_std - _HALF_LOG_2PI).sum(-1)
+        # log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2u)), stable for large |u|
+        log_prob = log_prob - (2.0 * (_LOG_2 - u - F.softplus(-2.0 * u))).sum(-1)
+        return torch.tanh(u), log_prob
+
+    def deterministic(self, obs: torch.Tensor) -> torch.Tensor:
+        """tanh(mean): the action evaluation uses."""
+        return torch.tanh(self(obs)[0])
+
+
+class DeterministicActor(nn.Module):
+    """obs → an action in [-1, 1]^action_dim (tanh output), as in DDPG/TD3."""
+
+    def __init__(self, obs_space: gym.Space, action_dim: int,
+                 hidden: Sequence[int] = (256, 256)) -> None:
+        super().__init__()
+        self.action_dim = _check_action_dim(action_dim)
+        self.encoder = build_encoder(obs_space, hidden)
+        self.head = nn.Linear(self.encoder.out_dim, self.action_dim)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.head(self.encoder(obs)))
+
+
+class TwinQCritic(nn.Module):
+    """Two independent Q networks: ``forward(obs, action) -> (q1, q2)``, each [B].
+
+    Each Q is an MLP over [obs features, action]; vector observations are used as they are,
+    image observations pass through a conv trunk (one per Q).
+    """
+
+    def __init__(self, obs_space: gym.Space, action_dim: int,
+                 hidden: Sequence[int] = (256, 256)) -> None:
+        super().__init__()
+        self.action_dim = _check_action_dim(action_dim)
+        self.obs_encoders = nn.ModuleList(build_encoder(obs_space, ()) for _ in range(2))
+        self.q_nets = nn.ModuleList(
+            MLP(enc.out_dim + self.action_dim, 1, hidden) for enc in self.obs_encoders)
+
+    def _q(self, i: int, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        x = torch.cat([self.obs_encoders[i](obs), action.float()], dim=-1)
+        return self.q_nets[i](x).squeeze(-1)
+
+    def forward(self, obs: torch.Tensor, action: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        return self._q(0, obs, action), self._q(1, obs, action)
+
+    def q1(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        """The first Q alone (TD3's actor loss)."""
+        return self._q(0, obs, action)
