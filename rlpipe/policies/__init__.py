@@ -6,6 +6,8 @@ from .dqn import DQNPolicy
 from .ppo import PPOPolicy
 from .random_policy import RandomPolicy
 from .registry import UnknownPolicyError, get_policy, policy_names, register_policy
+from .sac import SACPolicy
+from .td3 import TD3Policy
 
 __all__ = [
     "CollectMode",
@@ -16,6 +18,8 @@ __all__ = [
     "PPOPolicy",
     "Policy",
     "RandomPolicy",
+    "SACPolicy",
+    "TD3Policy",
     "UnknownPolicyError",
     "UnsupportedSpaceError",
     "describe_space",

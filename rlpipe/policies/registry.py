@@ -8,10 +8,13 @@ from .base import Policy
 from .dqn import DQNPolicy
 from .ppo import PPOPolicy
 from .random_policy import RandomPolicy
+from .sac import SACPolicy
+from .td3 import TD3Policy
 
 __all__ = ["UnknownPolicyError", "get_policy", "policy_names", "register_policy"]
 
 _REGISTRY: Dict[str, Type[Policy]] = {"dqn": DQNPolicy, "ppo": PPOPolicy, "random": RandomPolicy}
+_REGISTRY.update({"sac": SACPolicy, "td3": TD3Policy})  # continuous control
 
 
 class UnknownPolicyError(KeyError):

@@ -1,0 +1,254 @@
+"""TD3: Twin Delayed DDPG (Fujimoto et al. 2018) for continuous Box actions.
+
+Networks:
+  actor, actor_target    — deterministic μ(s) in [-1, 1]^A and its Polyak average;
+  acting                 — the collector's copy of the actor; refresh() copies actor into it, so
+                           acting never reads weights that the learner is writing (async mode);
+  critic, critic_target  — twin Q networks Q1, Q2 and their Polyak average.
+Actors work in [-1, 1]^A; actions are scaled onto the env's Box bounds when acting, and batch
+actions are scaled back to [-1, 1] before they reach the critics. Noise scales are in those
+normalised units (0.1 = a tenth of the half-range of each action dimension).
+
+One learn step on a batch (obs, action, reward, next_obs, terminated):
+  a' = clip(μ_target(next_obs) + clip(N(0, target_noise), ±target_noise_clip), −1, 1)
+                                                               (target policy smoothing)
+  y  = reward + discount · min_i Q_target_i(next_obs, a')      (clipped double-Q)
+  discount = batch["discount"] (n-step) or gamma · (1 − terminated)   — truncation bootstraps;
+  critic loss = Σ_i mean (Q_i(obs, action) − y)²;
+  every policy_delay learn steps (delayed policy updates):
+    actor loss = −mean Q1(obs, μ(obs)), then Polyak-update actor_target and critic_target.
+Collecting adds Gaussian exploration noise N(0, noise_scale) to μ(obs) and clips to the box.
+"""
+from __future__ import annotations
+
+import copy
+import threading
+from typing import Any, Dict, Mapping
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn.functional as F
+from easydict import EasyDict
+
+from rlpipe.data import to_torch
+from rlpipe.models import DeterministicActor, TwinQCritic
+
+from ._common import clone_state, hard_update, resolve_device
+from ._continuous import (CONTINUOUS_HINT, BoxActions, adam, grad_step, make_generator, polyak,
+                          reject_collect_kwargs, set_requires_grad)
+from .base import Policy
+
+__all__ = ["TD3Policy"]
+
+_LEARN_KEYS = ("obs", "action", "reward", "next_obs", "terminated", "discount")
+_STATE_KEYS = ("actor", "actor_target", "acting", "critic", "critic_target", "actor_optimizer",
+               "critic_optimizer", "train_iter", "actor_updates", "last_actor_loss", "collect_rng",
+               "learn_rng")
+
+
+class TD3Policy(Policy):
+    """TD3 for 1-D Box action spaces with finite bounds."""
+
+    obs_space_types = (gym.spaces.Box,)
+    action_space_types = (gym.spaces.Box,)
+    space_hint = "TD3 needs continuous (Box) actions. " + CONTINUOUS_HINT
+
+    @classmethod
+    def default_config(cls) -> EasyDict:
+        return EasyDict(
+            device="cpu",        # learner device: "cpu", "cuda" or "auto"
+            seed=None,           # seeds init and all noise (None: from torch's global RNG)
+            model=dict(
+                actor_hidden=(256, 256),   # actor MLP layers
+                critic_hidden=(256, 256),  # each Q network's MLP layers (input: obs ⊕ action)
+            ),
+            learn=dict(
+                batch_size=256,      # rows per learn step (read by the learner middleware)
+                gamma=0.99,          # discount per env step
+                tau=0.005,           # Polyak rate of both targets, at each actor update
+                actor_lr=3e-4,       # Adam learning rate of the actor
+                critic_lr=3e-4,      # Adam learning rate of the twin critics
+                policy_delay=2,      # update actor and targets every N critic updates
+                target_noise=0.2,    # std of the target policy smoothing noise (normalised units)
+                target_noise_clip=0.5,  # the smoothing noise is clipped to ± this
+                grad_clip=None,      # max global grad norm per network (None: no clipping)
+            ),
+            collect=dict(
+                device="cpu",        # where the acting copy of the actor lives
+                noise_scale=0.1,     # std of the Gaussian exploration noise (normalised units)
+            ),
+        )
+
+    def __init__(self, cfg: Mapping | None, obs_space: gym.Space, action_space: gym.Space) -> None:
+        super().__init__(cfg, obs_space, action_space)
+        c = self.cfg
+        self._check_cfg()
+        self.box = BoxActions(action_space, "TD3Policy")
+        self.device = resolve_device(c.device)
+        self.collect_device = resolve_device(c.collect.device)
+        with torch.random.fork_rng(devices=[]):  # seed our init without touching global RNG
+            if c.seed is not None:
+                torch.manual_seed(c.seed)
+            self.actor = DeterministicActor(obs_space, self.box.dim, c.model.actor_hidden)
+            self.critic = TwinQCritic(obs_space, self.box.dim, c.model.critic_hidden)
+        self.actor.to(self.device)
+        self.critic.to(self.device)
+        self.actor_target = copy.deepcopy(self.actor).requires_grad_(False)
+        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+        self.acting = copy.deepcopy(self.actor).to(self.collect_device).requires_grad_(False)
+        # parameter lists, fixed: targets move as one Polyak step over online + target lists
+        self._actor_params = list(self.actor.parameters())
+        self._critic_params = list(self.critic.parameters())
+        self._online_params = self._actor_params + self._critic_params
+        self._target_params = (list(self.actor_target.parameters())
+                               + list(self.critic_target.parameters()))
+        self.actor_optimizer = adam(self._actor_params, c.learn.actor_lr, self.device)
+        self.critic_optimizer = adam(self._critic_params, c.learn.critic_lr, self.device)
+        self._collect_rng = make_generator(self.collect_device, c.seed)
+        self._learn_rng = make_generator(self.device, None if c.seed is None else c.seed + 1)
+        self._lock = threading.Lock()  # a learn step's weight update vs refresh / eval / state
+        self.actor_updates = 0
+        self._last_actor_loss = 0.0
+
+    def _check_cfg(self) -> None:
+        learn = self.cfg.learn
+        for key in ("batch_size", "gamma", "tau", "actor_lr", "critic_lr", "policy_delay",
+                    "target_noise", "target_noise_clip"):
+            if learn[key] is None:
+                raise ValueError(f"policy.learn.{key} must be set (it is None).")
+        for key in ("actor_hidden", "critic_hidden"):
+            if self.cfg.model[key] is None:
+                raise ValueError(f"policy.model.{key} must be a tuple of layer sizes (it is None).")
+        if not 0.0 < learn.tau <= 1.0:
+            raise ValueError(f"policy.learn.tau must be in (0, 1], got {learn.tau}.")
+        if learn.policy_delay < 1:
+            raise ValueError(f"policy.learn.policy_delay must be >= 1, got {learn.policy_delay}.")
+        if learn.target_noise < 0 or learn.target_noise_clip < 0:
+            raise ValueError("policy.learn.target_noise and target_noise_clip must be >= 0, got "
+                             f"{learn.target_noise} and {learn.target_noise_clip}.")
+        if learn.grad_clip is not None and learn.grad_clip <= 0:
+            raise ValueError(f"policy.learn.grad_clip must be > 0 or None, got {learn.grad_clip}.")
+        noise = self.cfg.collect.noise_scale
+        if noise is None or noise < 0:
+            raise ValueError(f"policy.collect.noise_scale must be >= 0, got {noise}.")
+
+    # --- collect: μ(obs) + Gaussian noise on the acting copy -------------------------------------
+    def _forward_collect(self, obs: Any, noise_scale: float | None = None,
+                         **unknown: Any) -> Dict[str, np.ndarray]:
+        """`noise_scale` overrides `policy.collect.noise_scale` for this call (0: no noise)."""
+        reject_collect_kwargs("TD3Policy", unknown, "obs and noise_scale=None")
+        scale = self.cfg.collect.noise_scale if noise_scale is None else float(noise_scale)
+        obs_t = torch.as_tensor(np.asarray(obs), device=self.collect_device)
+        with torch.inference_mode():
+            unit = self.acting(obs_t)
+            if scale > 0.0:
+                noise = torch.randn(unit.shape, generator=self._collect_rng,
+                                    device=unit.device, dtype=unit.dtype)
+                unit = (unit + scale * noise).clamp(-1.0, 1.0)
+        return {"action": self.box.to_env(unit.cpu().numpy())}
+
+    def _refresh(self) -> None:
+        with self._lock:
+            hard_update(self.acting, self.actor)
+
+    # --- eval: μ(obs) of the learner's actor, no noise -------------------------------------------
+    def _forward_eval(self, obs: Any) -> Dict[str, np.ndarray]:
+        obs_t = torch.as_tensor(np.asarray(obs), device=self.device)
+        with self._lock, torch.inference_mode():
+            unit = self.actor(obs_t)
+        return {"action": self.box.to_env(unit.cpu().numpy())}
+
+    # --- learn -----------------------------------------------------------------------------------
+    @torch.no_grad()
+    def _target_action(self, next_obs: torch.Tensor) -> torch.Tensor:
+        """Target policy smoothing: μ_target(s') plus clipped Gaussian noise, kept in the box."""
+        c = self.cfg.learn
+        action = self.actor_target(next_obs)
+        noise = torch.randn(action.shape, generator=self._learn_rng, device=action.device,
+                            dtype=action.dtype) * c.target_noise
+        noise = noise.clamp(-c.target_noise_clip, c.target_noise_clip)
+        return (action + noise).clamp(-1.0, 1.0)
+
+    @torch.no_grad()
+    def _td_target(self, b: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        """y = r + discount · min_i Q_target_i(s', a'),  a' smoothed target action."""
+        next_q = torch.min(*self.critic_target(b["next_obs"], self._target_action(b["next_obs"])))
+        if "discount" in b:
+            discount = b["discount"].float()
+        else:  # only termination stops the bootstrap; truncation does not
+            discount = self.cfg.learn.gamma * (1.0 - b["terminated"].float())
+        return b["reward"].float() + discount * next_q
+
+    def _forward_learn(self, batch: Mapping[str, Any]) -> Dict[str, Any]:
+        c = self.cfg.learn
+        missing = [k for k in ("obs", "action", "reward", "next_obs") if k not in batch]
+        if "discount" not in batch and "terminated" not in batch:
+            missing.append("terminated (or discount)")
+        if missing:
+            raise KeyError(f"TD3 learn batch lacks {missing}; it has {sorted(batch)}.")
+        b = to_torch({k: batch[k] for k in _LEARN_KEYS if k in batch}, self.device)
+        action = self.box.to_unit(b["action"])
+
+        # Critics: regress both Q's on the clipped double-Q target.
+        y = self._td_target(b)
+        q1, q2 = self.critic(b["obs"], action)
+        critic_loss = F.mse_loss(q1, y) + F.mse_loss(q2, y)
+        grad_step(self.critic_optimizer, critic_loss, self._critic_params, c.grad_clip)
+        with self._lock:
+            self.critic_optimizer.step()
+            self.train_iter += 1
+
+        # Delayed policy update: the actor and both targets move every policy_delay steps.
+        if self.train_iter % c.policy_delay == 0:
+            set_requires_grad(self._critic_params, False)  # the actor needs dQ/da, not dQ/dweights
+            actor_loss = -self.critic.q1(b["obs"], self.actor(b["obs"])).mean()
+            set_requires_grad(self._critic_params, True)
+            grad_step(self.actor_optimizer, actor_loss, self._actor_params, c.grad_clip)
+            with self._lock:
+                self.actor_optimizer.step()
+                polyak(self._target_params, self._online_params, c.tau)
+                self.actor_updates += 1
+            self._last_actor_loss = float(actor_loss.detach())
+
+        values = torch.stack([critic_loss.detach(), q1.detach().mean(), y.mean()]).tolist()
+        out: Dict[str, Any] = dict(zip(("critic_loss", "q_mean", "target_mean"), values))
+        out["actor_loss"] = self._last_actor_loss  # from the latest actor update
+        return out
+
+    # --- state -----------------------------------------------------------------------------------
+    def state_dict(self) -> Dict[str, Any]:
+        with self._lock:
+            return {
+                "actor": clone_state(self.actor),
+                "actor_target": clone_state(self.actor_target),
+                "acting": clone_state(self.acting),
+                "critic": clone_state(self.critic),
+                "critic_target": clone_state(self.critic_target),
+                "actor_optimizer": copy.deepcopy(self.actor_optimizer.state_dict()),
+                "critic_optimizer": copy.deepcopy(self.critic_optimizer.state_dict()),
+                "train_iter": self.train_iter,
+                "actor_updates": self.actor_updates,
+                "last_actor_loss": self._last_actor_loss,
+                "collect_rng": self._collect_rng.get_state(),
+                "learn_rng": self._learn_rng.get_state(),
+            }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        missing = set(_STATE_KEYS) - set(state)
+        if missing:
+            raise KeyError(f"TD3Policy.load_state_dict: the state lacks {sorted(missing)}; "
+                           "it must come from TD3Policy.state_dict().")
+        with self._lock:
+            self.actor.load_state_dict(state["actor"])
+            self.actor_target.load_state_dict(state["actor_target"])
+            self.acting.load_state_dict(state["acting"])
+            self.critic.load_state_dict(state["critic"])
+            self.critic_target.load_state_dict(state["critic_target"])
+            self.actor_optimizer.load_state_dict(state["actor_optimizer"])
+            self.critic_optimizer.load_state_dict(state["critic_optimizer"])
+            self.train_iter = int(state["train_iter"])
+            self.actor_updates = int(state["actor_updates"])
+            self._last_actor_loss = float(state["last_actor_loss"])
+            self._collect_rng.set_state(state["collect_rng"])
+            self._learn_rng.set_state(state["learn_rng"])
