@@ -22,6 +22,9 @@ ENTRIES: Dict[str, str] = {
     "acrobot-dqn": "rlpipe.zoo.acrobot.dqn",
     "lunarlander-dqn": "rlpipe.zoo.lunarlander.dqn",
     "pong-dqn": "rlpipe.zoo.pong.dqn",
+    "cartpole-ppo": "rlpipe.zoo.cartpole.ppo",
+    "pendulum-ppo": "rlpipe.zoo.pendulum.ppo",
+    "lunarlander-ppo": "rlpipe.zoo.lunarlander.ppo",
 }
 
 

@@ -1,0 +1,94 @@
+"""The on-policy pipeline shared by the zoo's PPO entries (seed 003's on-policy form)."""
+from __future__ import annotations
+
+import time
+from typing import Any, Dict, Mapping, Optional
+
+from easydict import EasyDict
+
+from rlpipe.config import merge_config
+from rlpipe.engine import task
+from rlpipe.middleware import (CkptSaver, StepCollector, gae_estimator, interaction_evaluator,
+                               multistep_trainer, online_logger, progress_bar,
+                               termination_checker)
+
+from ._offpolicy import make_envs
+from ._resume import RunState, resumed_context
+from ._run import limit_torch_threads, seed_everything
+
+RUN_DEFAULTS: Dict[str, Any] = dict(
+    seed=0,
+    run_dir=None,
+    async_mode=False,
+    max_env_step=100_000,
+    max_train_iter=None,
+    max_wall_time=None,
+    progress=True,
+    resume_from=None,
+    env=dict(id=None, n_envs=8, eval_n_envs=5, mode="auto", stop_value=None, step_timeout=None,
+             env_kwargs={}),
+    logger=dict(tensorboard=True),
+    ckpt=dict(train_freq=5000),
+)
+
+
+def default_config(policy_cls: Any) -> EasyDict:
+    """The full default run config for an on-policy algorithm: run, env, logger and checkpoint
+    sections, and the policy's own defaults plus the pipeline's settings (no replay section)."""
+    return EasyDict({**RUN_DEFAULTS, "policy": policy_cls.config_schema()})
+
+
+def resolve_config(policy_cls: Any, entry_config: Mapping,
+                   user: Optional[Mapping] = None) -> EasyDict:
+    """Defaults ← the zoo entry's config ← the user's config; unknown keys are errors.
+
+    A linear learning-rate schedule without `policy.learn.lr_decay_env_steps` decays over the
+    run's `max_env_step`.
+    """
+    cfg = merge_config(merge_config(default_config(policy_cls), entry_config), user or {})
+    learn = cfg.policy.learn
+    if learn.get("lr_schedule") == "linear" and learn.get("lr_decay_env_steps") is None:
+        learn.lr_decay_env_steps = int(cfg.max_env_step)
+    return cfg
+
+
+def run_onpolicy(cfg: Any, policy_cls: Any) -> Dict[str, Any]:
+    """Train `policy_cls` with StepCollector → gae_estimator → multistep_trainer; return a summary
+    with the keys of `run_offpolicy`'s."""
+    seed_everything(cfg.seed)
+    limit_torch_threads()
+    collector_env, evaluator_env = make_envs(cfg)
+    if cfg.policy.get("seed", 0) is None:  # network init and sampling follow the run's seed
+        cfg.policy.seed = cfg.seed
+    policy = policy_cls(cfg.policy, collector_env.observation_space, collector_env.action_space)
+    collector = StepCollector(cfg, policy.collect_mode, collector_env)
+    run_state = (RunState(cfg.run_dir, collector_env, evaluator_env, collector)
+                 if cfg.run_dir else None)
+    ctx = resumed_context(cfg, policy, run_state)  # a fresh context unless cfg.resume_from
+    start = time.perf_counter()
+    best = []
+    try:
+        with task.start(async_mode=cfg.async_mode, ctx=ctx):
+            task.on("eval_end", lambda ctx: best.append(ctx.eval_value))
+            task.use(interaction_evaluator(cfg, policy.eval_mode, evaluator_env))
+            task.use(collector)
+            task.use(gae_estimator(cfg, policy.collect_mode))
+            task.use(multistep_trainer(cfg, policy.learn_mode))
+            task.use(termination_checker(max_env_step=cfg.max_env_step,
+                                         max_train_iter=cfg.max_train_iter,
+                                         max_wall_time=cfg.max_wall_time))
+            if cfg.run_dir:
+                task.use(online_logger(cfg, tensorboard=cfg.logger.tensorboard))
+                task.use(CkptSaver(cfg, policy, train_freq=cfg.ckpt.train_freq,
+                                   resume_state=run_state))
+            if cfg.progress:
+                task.use(progress_bar(cfg, total_env_steps=cfg.max_env_step))
+            task.run()
+            ctx = task.ctx
+            profile = task.profile()
+    finally:
+        collector_env.close()
+        evaluator_env.close()
+    return dict(eval_value=ctx.last_eval_value, best_eval_value=max(best, default=float("-inf")),
+                env_step=ctx.env_step, train_iter=ctx.train_iter,
+                wall_time=time.perf_counter() - start, run_dir=cfg.run_dir, profile=profile)

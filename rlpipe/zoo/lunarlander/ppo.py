@@ -1,0 +1,33 @@
+"""PPO on LunarLander-v3 (needs the [box2d] extra; stop at a mean eval return of 200).
+
+Hyperparameters follow rl-zoo's tuned LunarLander PPO (16 envs × 1024 steps per rollout,
+minibatches of 64, 4 epochs, gamma 0.999, GAE lambda 0.98, entropy bonus 0.01).
+"""
+from typing import Any, Dict
+
+from rlpipe.policies import PPOPolicy
+from rlpipe.zoo._onpolicy import resolve_config, run_onpolicy
+
+POLICY = PPOPolicy
+REQUIRES = {"Box2D": "box2d"}  # import name -> rlpipe extra
+
+config: Dict[str, Any] = dict(
+    max_env_step=1_000_000,
+    env=dict(id="LunarLander-v3", n_envs=16, eval_n_envs=10, stop_value=200),
+    policy=dict(
+        model=dict(hidden=(64, 64)),
+        learn=dict(lr=3e-4, epoch_per_collect=4, batch_size=64, gamma=0.999, gae_lambda=0.98,
+                   clip_ratio=0.2, entropy_coef=0.01),
+        collect=dict(n_sample=16_384),
+        eval=dict(evaluator=dict(eval_freq=2048, n_episode=10)),  # every 2 rollouts
+    ),
+    ckpt=dict(train_freq=10_240),
+)
+
+
+def main(cfg: Any) -> Dict[str, Any]:
+    return run_onpolicy(cfg, PPOPolicy)
+
+
+if __name__ == "__main__":
+    print(main(resolve_config(PPOPolicy, config)))
