@@ -127,7 +127,7 @@ class PPOPolicy(Policy):
     def _check_cfg(self) -> None:
         learn, model = self.cfg.learn, self.cfg.model
         for key in ("lr", "epoch_per_collect", "batch_size", "gamma", "gae_lambda", "clip_ratio",
-                    "value_coef", "entropy_coef"):
+                    "value_coef", "entropy_coef", "reward_scale"):
             if learn[key] is None:
                 raise ValueError(f"policy.learn.{key} must be set (it is None).")
         if model.hidden is None:
@@ -148,7 +148,7 @@ class PPOPolicy(Policy):
         for key in ("gamma", "gae_lambda"):
             if not 0.0 <= learn[key] <= 1.0:
                 raise ValueError(f"policy.learn.{key} must be in [0, 1], got {learn[key]}.")
-        for key in ("clip_ratio", "value_clip", "grad_clip", "target_kl"):
+        for key in ("clip_ratio", "reward_scale", "value_clip", "grad_clip", "target_kl"):
             if learn[key] is not None and not learn[key] > 0:
                 raise ValueError(f"policy.learn.{key} must be > 0 (or None where allowed), "
                                  f"got {learn[key]}.")

@@ -52,6 +52,7 @@ def test_registered_and_spaces_checked():
     ({"learn": {"lr_schedule": "linear"}}, "lr_decay_env_steps"),
     ({"learn": {"lr_schedule": "cosine"}}, "lr_schedule"),
     ({"learn": {"clip_ratio": 0.0}}, "clip_ratio"),
+    ({"learn": {"reward_scale": None}}, "reward_scale"),
     ({"learn": {"gae_lambda": 1.5}}, "gae_lambda"),
     ({"model": {"activation": "sigmoid"}}, "activation"),
 ])
