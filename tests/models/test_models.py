@@ -13,8 +13,10 @@ IMG = gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
 
 
 def test_all_lists_public_names():
-    assert sorted(models.__all__) == ["ConvTrunk", "Encoder", "MLP", "ObservationShapeError",
-                                      "QNetwork", "UnsupportedSpaceError", "build_encoder"]
+    assert sorted(models.__all__) == [
+        "ActorCritic", "ConvTrunk", "DeterministicActor", "Encoder", "MLP", "ObservationShapeError",
+        "QNetwork", "RunningNorm", "SquashedGaussianActor", "TwinQCritic", "UnsupportedSpaceError",
+        "build_encoder"]
     for name in models.__all__:
         assert hasattr(models, name)
 
