@@ -4,7 +4,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Iterator, List, Optional, Sequence
 
-from ._contract import Contract, contract, contract_of
+from ._contract import Contract, contract_of, redeclare
 from ._errors import PipelineError
 from ._flow import Flow, Suspended, discard
 from ._names import middleware_name, set_name
@@ -27,7 +27,7 @@ class Serial:
         set_name(self, f"serial({', '.join(self._names)})")
         combined = _serial_contract([contract_of(fn) for fn in fns])
         if combined is not None:
-            contract(combined.reads, combined.writes, combined.reads_after)(self)
+            redeclare(self, combined)
 
     def __call__(self, ctx: Any) -> Iterator[None]:
         flow = self._flow
@@ -58,7 +58,14 @@ def _serial_contract(contracts: List[Optional[Contract]]) -> Optional[Contract]:
         reads |= c.reads - writes  # a field written by an earlier child is internal
         writes |= c.writes
         reads_after |= c.reads_after
-    return Contract(frozenset(reads), frozenset(writes), frozenset(reads_after))
+    return Contract(frozenset(reads), frozenset(writes), frozenset(reads_after),
+                    _common_role(contracts))
+
+
+def _common_role(contracts: List[Contract]) -> Any:
+    """The role every child shares (a composite of one role's middleware keeps it), else None."""
+    roles = {c.role for c in contracts}
+    return roles.pop() if len(roles) == 1 else None
 
 
 class Parallel:
@@ -77,11 +84,12 @@ class Parallel:
         contracts = [contract_of(fn) for fn in fns]
         _check_independent(self._names, contracts)
         if contracts and all(c is not None for c in contracts):
-            contract(
+            redeclare(self, Contract(
                 frozenset().union(*(c.reads for c in contracts)),
                 frozenset().union(*(c.writes for c in contracts)),
                 frozenset().union(*(c.reads_after for c in contracts)),
-            )(self)
+                _common_role(contracts),
+            ))
 
     def __call__(self, ctx: Any) -> Iterator[None]:
         n = len(self._fns)

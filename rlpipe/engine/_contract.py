@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, FrozenSet, Iterable, Optional, TypeVar
+from typing import Any, Callable, FrozenSet, Iterable, Optional, TypeVar, Union
+
+from ._roles import Role
 
 T = TypeVar("T")
 _ATTR = "__rlpipe_contract__"
@@ -17,6 +19,9 @@ class Contract:
     reads_after: FrozenSet[str] = frozenset()
     """Fields read by code after `yield` (e.g. priorities written back from `train_output`):
     they may be written by any middleware of the chain, earlier or later."""
+    role: Optional[Role] = None
+    """The process role the middleware belongs to (None: every process). In a process that does
+    not serve that role, `task.use()` puts a no-op in its place (see `Task.serves`)."""
 
     def conflicts_with(self, later: "Contract") -> bool:
         """Whether `later` must wait for this one in an iteration (write/read, read/write, write/write)."""
@@ -26,11 +31,15 @@ class Contract:
 
 
 def contract(
-    reads: Iterable[str] = (), writes: Iterable[str] = (), reads_after: Iterable[str] = ()
+    reads: Iterable[str] = (), writes: Iterable[str] = (), reads_after: Iterable[str] = (),
+    role: Union[Role, str, None] = None,
 ) -> Callable[[T], T]:
     """Declare the context fields a middleware uses; decorate a function or a class.
 
-    >>> @contract(reads=("obs",), writes=("action",))
+    `role` (a `Role` or its value, e.g. "collector") names the process role the middleware
+    belongs to in a distributed run; leave it None for middleware every process runs.
+
+    >>> @contract(reads=("obs",), writes=("action",), role="collector")
     ... def act(ctx): ...
     """
     for arg_name, arg in (("reads", reads), ("writes", writes), ("reads_after", reads_after)):
@@ -38,7 +47,8 @@ def contract(
             raise TypeError(
                 f"contract({arg_name}={arg!r}): pass a tuple of field names, e.g. ({arg!r},)"
             )
-    declared = Contract(frozenset(reads), frozenset(writes), frozenset(reads_after))
+    declared = Contract(frozenset(reads), frozenset(writes), frozenset(reads_after),
+                        None if role is None else Role.parse(role))
 
     def decorate(target: T) -> T:
         setattr(target, _ATTR, declared)
@@ -50,3 +60,9 @@ def contract(
 def contract_of(fn: Any) -> Optional[Contract]:
     """The contract declared on a middleware (function, class or instance), or None."""
     return getattr(fn, _ATTR, None)
+
+
+def redeclare(target: T, declared: Contract) -> T:
+    """Put `declared` (all of it, role included) on `target`, e.g. a wrapper of a middleware."""
+    setattr(target, _ATTR, declared)
+    return target

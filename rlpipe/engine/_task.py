@@ -10,7 +10,7 @@ from rlpipe.contexts import Context, OnlineRLContext
 
 from . import _current
 from ._compose import Parallel, Serial
-from ._contract import contract, contract_of
+from ._contract import Contract, contract, contract_of, redeclare
 from ._errors import PipelineError
 from ._events import EventBus
 from ._flow import Flow, Node, Suspended, discard
@@ -143,19 +143,25 @@ class Task:
         """
         if not callable(fn):
             raise TypeError(f"task.use() takes a middleware: a callable fn(ctx), got {fn!r}")
+        declared = contract_of(fn)
+        if declared is not None and declared.role is not None and not self.serves(declared.role):
+            # another process's middleware: a no-op here (still closed at stop(), never attached)
+            return self._append(Node(self.void(), fn, f"{middleware_name(fn)} (void: "
+                                     f"{declared.role.value} role)", Contract()))
         attach = getattr(fn, "attach", None)
         if callable(attach) and not isinstance(fn, type):
             attach(self)  # lets an object middleware subscribe to this task's events
-        declared = contract_of(fn)
         wrapped = fn
         for decorator in self._wrappers:
             wrapped = decorator(wrapped)
         if wrapped is not fn and declared is not None and contract_of(wrapped) != declared:
             try:
-                contract(declared.reads, declared.writes, declared.reads_after)(wrapped)
+                redeclare(wrapped, declared)
             except (AttributeError, TypeError):
                 pass  # the node below carries the contract anyway
-        node = Node(wrapped, fn, middleware_name(fn), contract_of(wrapped) or declared)
+        return self._append(Node(wrapped, fn, middleware_name(fn), contract_of(wrapped) or declared))
+
+    def _append(self, node: Node) -> "Task":
         self._chain.append(node)
         self._counts.append(0)
         self._totals.append(0.0)
@@ -178,12 +184,21 @@ class Task:
         return void
 
     def serial(self, *fns: Middleware) -> Middleware:
-        """One middleware that runs `fns` in order (their post-`yield` parts in reverse)."""
-        return Serial(self._flow, fns)
+        """One middleware that runs `fns` in order (their post-`yield` parts in reverse).
+        A child of a role this process does not serve is left out (as `use()` would void it)."""
+        return Serial(self._flow, self._served(fns))
 
     def parallel(self, *fns: Middleware) -> Middleware:
-        """One middleware that runs `fns` concurrently in threads; they must not conflict."""
-        return Parallel(self._flow, fns)
+        """One middleware that runs `fns` concurrently in threads; they must not conflict.
+        A child of a role this process does not serve is left out."""
+        return Parallel(self._flow, self._served(fns))
+
+    def _served(self, fns: Tuple[Middleware, ...]) -> List[Middleware]:
+        kept = []
+        for fn in fns:
+            c = contract_of(fn)
+            kept.append(fn if c is None or c.role is None or self.serves(c.role) else self.void())
+        return kept
 
     # ---- context ---------------------------------------------------------------------------
 
@@ -378,7 +393,7 @@ class Task:
         set_name(forward, name)
         declared = contract_of(fn)
         if declared is not None:
-            contract(declared.reads, declared.writes, declared.reads_after)(forward)
+            redeclare(forward, declared)
         return forward
 
     # ---- events ----------------------------------------------------------------------------
@@ -415,7 +430,10 @@ class Task:
         return frozenset(self._roles)
 
     def serves(self, role: "Role | str") -> bool:
-        """True when no role was added (single process) or `role` was added."""
+        """True when no role was added (single process) or `role` was added.
+
+        `use()` replaces a middleware whose contract names a role this task does not serve by a
+        no-op (`void()`), so one script serves every process of a distributed run."""
         return not self._roles or self.has_role(role)
 
     # ---- profile ---------------------------------------------------------------------------
@@ -433,7 +451,25 @@ class Task:
                      for i, name in enumerate(self._names))
         return Profile(rows, self._iterations, self._wall, self._async)
 
+    def __reduce__(self) -> Any:
+        # A script's main() that uses the global `task` is pickled (by value) to Ray actors:
+        # the global task travels as a reference to the global task of the receiving process.
+        from . import task as global_task
+
+        if self is global_task:
+            return (_global_task, ())
+        raise TypeError("a Task instance cannot be pickled (it holds threads and the chain); "
+                        "in a function sent to other processes use the global `task` or make "
+                        "the Task inside the function")
+
     def __repr__(self) -> str:
         state = "started" if self._started else "stopped"
         mode = "async" if self._async else "sync"
         return f"<Task {state} {mode}, {len(self._chain)} middleware>"
+
+
+def _global_task() -> Task:
+    """The global task of this process (what the global task of another process unpickles as)."""
+    from . import task
+
+    return task
