@@ -8,7 +8,7 @@ import numpy as np
 
 from rlpipe.contexts import OnlineRLContext
 from rlpipe.data import NStepAccumulator
-from rlpipe.engine import contract
+from rlpipe.engine import Role, contract
 
 from ._cfg import setting
 
@@ -39,7 +39,7 @@ def _take(batch: Dict[str, Any], rows: np.ndarray) -> Dict[str, Any]:
 def data_pusher(cfg: Any, buffer_: Any) -> Callable:
     """Push this iteration's transitions (`ctx.trajectories`) into `buffer_`."""
 
-    @contract(reads=("trajectories",), writes=())
+    @contract(reads=("trajectories",), writes=(), role=Role.LEARNER)
     def _data_pusher(ctx: OnlineRLContext) -> None:
         batch = concat_steps(ctx.trajectories or [])
         if batch is not None and len(batch["reward"]):
@@ -58,7 +58,7 @@ def nstep_reward_enhancer(cfg: Any) -> Callable:
     gamma = float(setting(cfg, "policy.learn.gamma"))
     accumulators: Dict[int, NStepAccumulator] = {}
 
-    @contract(reads=("trajectories",), writes=("trajectories",))
+    @contract(reads=("trajectories",), writes=("trajectories",), role=Role.COLLECTOR)
     def _nstep(ctx: OnlineRLContext) -> None:
         steps = ctx.trajectories or []
         if not steps:
@@ -78,7 +78,7 @@ def offpolicy_data_fetcher(cfg: Any, buffer_: Any) -> Callable:
     learner ran, write the new priorities back when the buffer is prioritized."""
     batch_size = int(setting(cfg, "policy.learn.batch_size"))
 
-    @contract(reads=(), writes=("train_data",), reads_after=("train_output",))
+    @contract(reads=(), writes=("train_data",), reads_after=("train_output",), role=Role.LEARNER)
     def _fetcher(ctx: OnlineRLContext):
         if len(buffer_) < batch_size:
             ctx.train_data = None

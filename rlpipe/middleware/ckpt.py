@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, List, Optional, Union
 import numpy as np
 import torch
 
-from rlpipe.engine import contract, current_task
+from rlpipe.engine import Role, contract, current_task
 
 from ._cfg import setting
 from ._io import PathLike, atomic_write_bytes, atomic_write_json, is_temp_file, resolve_run_dir
@@ -91,6 +91,7 @@ def weights_only_safe(obj: Any, where: str = "checkpoint") -> Any:
     reads=("train_iter", "env_step", "eval_value", "total_step", "env_episode",
            "last_eval_iter", "last_eval_value"),
     writes=(),
+    role=Role.LEARNER,
 )
 class CkptSaver:
     """Save `policy` (and the run's kept counters) to `<run_dir>/ckpt/` during a run.

@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, List, Optional
 import numpy as np
 
 from rlpipe.contexts import OnlineRLContext
-from rlpipe.engine import contract, current_task
+from rlpipe.engine import Role, contract, current_task
 
 from ._cfg import setting
 
@@ -73,7 +73,8 @@ def inferencer(seed: Optional[int], policy: Any, env: Any) -> Callable:
     """
     cursor = _cursor_for(env, seed)
 
-    @contract(reads=("collect_kwargs",), writes=("obs", "action", "inference_output"))
+    @contract(reads=("collect_kwargs",), writes=("obs", "action", "inference_output"),
+              role=Role.COLLECTOR)
     def _inferencer(ctx: OnlineRLContext) -> None:
         ctx.obs = cursor.current()
         ctx.inference_output = policy.forward(ctx.obs, **ctx.collect_kwargs)
@@ -90,6 +91,7 @@ def rolloutor(policy: Any, env: Any, transitions: Optional[List] = None) -> Call
     @contract(
         reads=("obs", "action", "inference_output", "env_step", "env_episode"),
         writes=("trajectories", "trajectory_end_idx", "episode_info", "env_step", "env_episode"),
+        role=Role.COLLECTOR,
     )
     def _rolloutor(ctx: OnlineRLContext) -> None:
         result = env.step(ctx.action)
@@ -121,6 +123,7 @@ def _cursor_for(env: Any, seed: Optional[int]) -> _EnvCursor:
 @contract(
     reads=("collect_kwargs", "env_step", "env_episode"),
     writes=("trajectories", "trajectory_end_idx", "episode_info", "env_step", "env_episode"),
+    role=Role.COLLECTOR,
 )
 class StepCollector:
     """Collect `cfg.policy.collect.n_sample` env steps (summed over envs) per iteration.
@@ -190,6 +193,7 @@ class StepCollector:
     reads=("collect_kwargs", "env_step", "env_episode"),
     writes=("episodes", "trajectories", "trajectory_end_idx", "episode_info", "env_step",
             "env_episode"),
+    role=Role.COLLECTOR,
 )
 class EpisodeCollector:
     """Collect `cfg.policy.collect.n_episode` whole episodes per iteration into `ctx.episodes`.

@@ -7,7 +7,7 @@ from typing import Any, Callable, List
 import numpy as np
 
 from rlpipe.contexts import OnlineRLContext
-from rlpipe.engine import contract, current_task
+from rlpipe.engine import Role, contract, current_task
 
 from ._cfg import setting
 
@@ -48,6 +48,7 @@ def interaction_evaluator(cfg: Any, policy: Any, env: Any, render: bool = False)
     @contract(
         reads=("train_iter", "last_eval_iter", "env_step"),
         writes=("eval_value", "eval_output", "last_eval_iter", "last_eval_value"),
+        role=Role.EVALUATOR,
     )
     def _evaluator(ctx: OnlineRLContext) -> None:
         task = current_task()

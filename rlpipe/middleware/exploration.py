@@ -5,7 +5,7 @@ import math
 from typing import Any, Callable
 
 from rlpipe.contexts import OnlineRLContext
-from rlpipe.engine import contract
+from rlpipe.engine import Role, contract
 
 from ._cfg import setting
 
@@ -33,7 +33,7 @@ def eps_greedy_handler(cfg: Any) -> Callable:
         int(eps_cfg["decay"]),
     )
 
-    @contract(reads=("env_step",), writes=("collect_kwargs",))
+    @contract(reads=("env_step",), writes=("collect_kwargs",), role=Role.COLLECTOR)
     def _eps_greedy(ctx: OnlineRLContext) -> None:
         ctx.collect_kwargs = {**ctx.collect_kwargs, "eps": schedule(ctx.env_step)}
 

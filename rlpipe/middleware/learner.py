@@ -7,7 +7,7 @@ from typing import Any, Callable, Dict, List
 import numpy as np
 
 from rlpipe.contexts import OnlineRLContext
-from rlpipe.engine import contract
+from rlpipe.engine import Role, contract
 
 from ._cfg import setting
 
@@ -36,7 +36,8 @@ def mean_stats(outputs: List[Dict[str, Any]]) -> Dict[str, float]:
 def trainer(cfg: Any, policy: Any) -> Callable:
     """One update on `ctx.train_data` (skipped when it is None); `train_iter` += 1."""
 
-    @contract(reads=("train_data", "train_iter"), writes=("train_output", "train_iter"))
+    @contract(reads=("train_data", "train_iter"), writes=("train_output", "train_iter"),
+              role=Role.LEARNER)
     def _trainer(ctx: OnlineRLContext) -> None:
         if ctx.train_data is None:
             return
@@ -48,7 +49,8 @@ def trainer(cfg: Any, policy: Any) -> Callable:
     return _trainer
 
 
-@contract(reads=("train_iter",), writes=("train_iter", "train_output", "train_data"))
+@contract(reads=("train_iter",), writes=("train_iter", "train_output", "train_data"),
+          role=Role.LEARNER)
 class OffPolicyLearner:
     """Up to `cfg.policy.learn.update_per_collect` updates per iteration from `buffer_`.
 

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Union
 
-from rlpipe.engine import contract, current_task
+from rlpipe.engine import Role, contract, current_task
 
 from ._cfg import setting
 from ._io import PathLike, resolve_run_dir
@@ -104,6 +104,7 @@ def read_metrics(path: PathLike, keep_replaced: bool = False) -> List[Dict[str, 
     reads=("env_step", "train_iter", "total_step", "train_output", "eval_value",
            "episode_info", "info_for_logging"),
     writes=(),
+    role=Role.LEARNER,
 )
 class OnlineLogger:
     """The middleware made by `online_logger`; see the module docstring for what it writes."""

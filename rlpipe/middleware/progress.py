@@ -5,12 +5,12 @@ import math
 import time
 from typing import Any, IO, Optional
 
-from rlpipe.engine import contract, current_task
+from rlpipe.engine import Role, contract, current_task
 
 from ._cfg import setting
 
 
-@contract(reads=("env_step", "train_iter", "last_eval_value"), writes=())
+@contract(reads=("env_step", "train_iter", "last_eval_value"), writes=(), role=Role.LEARNER)
 class ProgressBar:
     """The middleware made by `progress_bar`."""
 

@@ -5,7 +5,7 @@ import logging
 import time
 from typing import Any, Callable, List, Optional, Tuple
 
-from rlpipe.engine import contract, current_task
+from rlpipe.engine import Role, contract, current_task
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +77,8 @@ def termination_checker(
             reported = True
             logger.info("termination_checker ends the run: %s", "; ".join(reasons))
 
-    return contract(reads=tuple(field for field, _, _ in counters), writes=())(_terminate)
+    return contract(reads=tuple(field for field, _, _ in counters), writes=(),
+                    role=Role.LEARNER)(_terminate)
 
 
 __all__ = ["termination_checker"]
