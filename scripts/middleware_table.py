@@ -38,6 +38,28 @@ def _examples():
     env = Env()
     policy = types.SimpleNamespace(state_dict=lambda: {}, forward=lambda *a, **k: {})
     buffer_ = types.SimpleNamespace()
+    return {**_examples_of_each_middleware(mw, cfg, env, policy, buffer_),
+            **_exchange_examples(mw, cfg, policy)}
+
+
+def _exchange_examples(mw, cfg, policy):
+    """Exchange's two middleware in each role (links to an in-process hub stand in for Ray)."""
+    from rlpipe.engine import parallel
+
+    learner, (collector,), evaluator, close = parallel.local_links(collectors=1, evaluator=True)
+    try:
+        built = {}
+        for role, link in (("collector", collector), ("learner", learner),
+                           ("evaluator", evaluator)):
+            exchange = mw.Exchange(cfg, policy, link)
+            built[f"Exchange(cfg, policy).receive ({role})"] = exchange.receive
+            built[f"Exchange(cfg, policy).send ({role})"] = exchange.send
+        return built
+    finally:
+        close()
+
+
+def _examples_of_each_middleware(mw, cfg, env, policy, buffer_):
     return {
         "interaction_evaluator(cfg, policy.eval_mode, env)": mw.interaction_evaluator(cfg, policy, env),
         "eps_greedy_handler(cfg)": mw.eps_greedy_handler(cfg),
@@ -63,13 +85,16 @@ def _examples():
 def table() -> str:
     from rlpipe.engine import contract_of
 
-    rows = ["| middleware | reads | writes | reads after `yield` |", "|---|---|---|---|"]
+    rows = ["| middleware | role | reads | writes | reads after `yield` |",
+            "|---|---|---|---|---|"]
     for call, built in _examples().items():
         c = contract_of(built)
         if c is None:
             raise SystemExit(f"{call} has no contract: declare one with @contract")
         fmt = lambda names: ", ".join(f"`{n}`" for n in sorted(names)) or "—"
-        rows.append(f"| `{call}` | {fmt(c.reads)} | {fmt(c.writes)} | {fmt(c.reads_after)} |")
+        role = c.role.value if c.role is not None else "all"
+        rows.append(f"| `{call}` | {role} | {fmt(c.reads)} | {fmt(c.writes)} | "
+                    f"{fmt(c.reads_after)} |")
     return "\n".join(rows)
 
 

@@ -3,6 +3,7 @@ from .buffer_io import concat_steps, data_pusher, nstep_reward_enhancer, offpoli
 from .ckpt import CkptSaver, load_checkpoint, restore_checkpoint
 from .collector import EpisodeCollector, StepCollector, inferencer, rolloutor
 from .evaluator import evaluate_episodes, interaction_evaluator
+from .exchange import Exchange
 from .exploration import eps_greedy_handler, epsilon_schedule
 from .learner import NonFiniteLossError, OffPolicyLearner, trainer
 from .logger import online_logger, read_metrics
@@ -13,6 +14,7 @@ from .termination import termination_checker
 __all__ = [
     "CkptSaver",
     "EpisodeCollector",
+    "Exchange",
     "NonFiniteLossError",
     "OffPolicyLearner",
     "StepCollector",

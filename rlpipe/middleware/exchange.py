@@ -1,0 +1,308 @@
+"""Exchange: the middleware that connect the processes of a distributed run.
+
+`Exchange(cfg, policy)` in a process started by `rlpipe.engine.parallel.launch` gives two
+middleware for that process's role, `receive` (use it first in the chain) and `send` (use it
+after the learner):
+
+- collector: `receive` takes the newest weights into the policy, the run's env-step count and
+  the finish flag; `send` queues this iteration's `ctx.trajectories` for the learner, with the
+  weight version it acted with and its env-step and episode counts;
+- learner: `receive` waits for the next collector batch (`batches_per_iter`) and sets
+  `ctx.trajectories`, `env_step`, `env_episode`, `episode_info` (and takes the evaluator
+  process's results); `send` puts the policy's weights in the object store as the next version
+  every `publish_every` train iterations;
+- evaluator: `receive` waits for newer weights and takes the learner's `train_iter` and
+  `env_step`; `send` hands each new evaluation to the learner (which finishes the run when it
+  reached `stop_value`).
+
+A collector waits for the learner's first weights before it collects, so every process acts
+with the learner's weights (also after `--resume`). Trajectories pass through an optional pair
+of user functions, `compressor(trajectories) -> payload` on the collector and
+`decompressor(payload) -> trajectories` on the learner (as TMRL's sample compressor).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
+
+import numpy as np
+import torch
+
+from rlpipe.contexts import OnlineRLContext
+from rlpipe.engine import Role, contract, current_task
+from rlpipe.engine import parallel
+
+from ._cfg import setting
+
+log = logging.getLogger(__name__)
+
+WEIGHTS = "weights"
+TRAJECTORIES = "trajectories"
+EVALUATIONS = "evaluations"
+_DERIVED = ("acting",)  # rebuilt by collect_mode.refresh() from the shipped networks
+
+
+def module_weights(policy: Any, modules: Optional[Iterable[str]] = None) -> Dict[str, Dict[str, Any]]:
+    """CPU copies of the state dicts of the policy's torch modules named `modules` (default:
+    every `torch.nn.Module` attribute except the acting copy and target networks)."""
+    if modules is None:
+        modules = [name for name, value in vars(policy).items()
+                   if isinstance(value, torch.nn.Module) and name not in _DERIVED
+                   and "target" not in name]
+    weights = {}
+    for name in modules:
+        module = getattr(policy, name, None)
+        if not isinstance(module, torch.nn.Module):
+            raise AttributeError(f"Exchange(modules=...): the policy has no torch module "
+                                 f"{name!r}; its modules are {_module_names(policy)}")
+        weights[name] = {k: v.detach().to("cpu", copy=True) for k, v in module.state_dict().items()}
+    if not weights:
+        raise AttributeError(f"{type(policy).__name__} has no torch module to ship to other "
+                             f"processes; pass Exchange(modules=[...]) naming them")
+    return weights
+
+
+def load_module_weights(policy: Any, weights: Mapping[str, Mapping[str, Any]]) -> None:
+    """Load `module_weights()` into the same-named modules, then refresh the acting copy."""
+    for name, state in weights.items():
+        getattr(policy, name).load_state_dict(state)
+    refresh = getattr(getattr(policy, "collect_mode", None), "refresh", None)
+    if callable(refresh):
+        refresh()
+
+
+def _module_names(policy: Any) -> List[str]:
+    return sorted(n for n, v in vars(policy).items() if isinstance(v, torch.nn.Module))
+
+
+class _Shared:
+    """What the receive and send middleware of one process share."""
+
+    def __init__(self, link: Any, policy: Any, modules: Optional[Iterable[str]]) -> None:
+        self.link = link
+        self.policy = policy
+        self.modules = None if modules is None else list(modules)
+        self.version = 0  # weights version this process acts with (learner: last published)
+        self.start_step = 0
+        self.start_episode = 0
+        self.finished = False  # the hub said the run is over
+
+    def take(self, update: Any) -> bool:
+        """Apply a poll's weights (when newer) and finish flag; True when weights changed."""
+        if update.finished:
+            self.finished = True
+            current_task().finish = True
+        if update.value is None:
+            return False
+        load_module_weights(self.policy, update.value)
+        self.version = update.version
+        return True
+
+
+@contract(reads=("env_step", "env_episode"), writes=("env_step",), role=Role.COLLECTOR)
+class ReceiveWeights:
+    """Collector, first in the chain: newest weights, the run's env-step count, finish."""
+
+    def __init__(self, shared: _Shared) -> None:
+        self.s = shared
+
+    def __call__(self, ctx: OnlineRLContext) -> None:
+        s = self.s
+        update = s.link.poll(WEIGHTS, s.version, None if s.version == 0 else 0.0)
+        s.take(update)
+        ctx.env_step = max(ctx.env_step, int(update.counters.get("env_step", 0)))
+        s.start_step, s.start_episode = ctx.env_step, ctx.env_episode
+
+
+@contract(reads=("trajectories", "env_step", "env_episode", "episode_info"), writes=(),
+          role=Role.COLLECTOR)
+class SendTrajectories:
+    """Collector, after the collector: this iteration's data to the learner (waits while the
+    learner's queue is full)."""
+
+    def __init__(self, shared: _Shared, compressor: Optional[Callable[[Any], Any]]) -> None:
+        self.s = shared
+        self.compressor = compressor
+
+    def __call__(self, ctx: OnlineRLContext) -> None:
+        s = self.s
+        steps = ctx.env_step - s.start_step
+        episodes = ctx.env_episode - s.start_episode
+        data = ctx.trajectories or []
+        if s.finished or (not data and steps == 0):
+            return
+        payload = self.compressor(data) if self.compressor is not None else data
+        message = {"data": payload, "env_step": steps, "env_episode": episodes,
+                   "episodes": list(ctx.episode_info or []), "version": s.version,
+                   "source": s.link.index}
+        s.link.push(TRAJECTORIES, [message], {"env_step": steps, "env_episode": episodes})
+
+
+class ReceiveTrajectories:
+    """Learner, first in the chain: wait for the next collector batch (at most
+    `batches_per_iter` of them) and count its env steps and episodes; with an evaluator
+    process, also take its evaluations. The first call publishes the initial weights."""
+
+    def __init__(self, shared: _Shared, publish: "PublishWeights",
+                 decompressor: Optional[Callable[[Any], Any]], batches_per_iter: Optional[int]) -> None:
+        self.s = shared
+        self.publish = publish
+        self.decompressor = decompressor
+        self.batches_per_iter = batches_per_iter
+        writes = ["trajectories", "env_step", "env_episode", "episode_info", "info_for_logging"]
+        if shared.link.evaluator:
+            writes += ["eval_value", "eval_output", "last_eval_iter", "last_eval_value"]
+        contract(reads=("env_step", "env_episode", "train_iter"), writes=writes,
+                 role=Role.LEARNER)(self)
+
+    def __call__(self, ctx: OnlineRLContext) -> None:
+        s = self.s
+        if s.version == 0:  # before anything else: counters of a resumed run, first weights
+            s.link.add({"env_step": ctx.env_step, "env_episode": ctx.env_episode})
+            self.publish.publish(ctx)
+        messages = s.link.pop(TRAJECTORIES, self.batches_per_iter, None)
+        if not messages:  # the run was finished (the driver asked, or an evaluator's stop)
+            s.finished = True
+            current_task().finish = True
+        steps: List[Any] = []
+        episodes: List[Dict[str, Any]] = []
+        for m in messages:
+            data = self.decompressor(m["data"]) if self.decompressor is not None else m["data"]
+            steps.extend(data if isinstance(data, list) else [data])
+            ctx.env_step += int(m["env_step"])
+            ctx.env_episode += int(m["env_episode"])
+            episodes.extend(m["episodes"])
+        ctx.trajectories = steps
+        ctx.episode_info = episodes or None
+        if messages:
+            lag = float(np.mean([s.version - m["version"] for m in messages]))
+            ctx.info_for_logging = {**ctx.info_for_logging, "parallel/weights_lag": lag}
+        if s.link.evaluator:
+            self._evaluations(ctx)
+
+    def _evaluations(self, ctx: OnlineRLContext) -> None:
+        task = current_task()
+        for m in self.s.link.pop(EVALUATIONS, None, 0.0):
+            ctx.eval_value = m["eval_value"]
+            ctx.eval_output = m["eval_output"]
+            ctx.last_eval_iter = m["train_iter"]  # the weights evaluated were of that iteration
+            ctx.last_eval_value = m["eval_value"]
+            log.info("evaluator: mean return %.2f at train_iter %d", m["eval_value"], m["train_iter"])
+            task.emit("eval_end", ctx)
+            if m["stop"]:
+                log.info("the evaluator reached stop_value: finishing")
+                task.finish = True
+
+
+@contract(reads=("train_iter", "env_step", "env_episode"), writes=(), role=Role.LEARNER)
+class PublishWeights:
+    """Learner, after the learner: every `every` train iterations put the policy's weights in
+    the object store as the next version (collectors pick up the newest one they see)."""
+
+    def __init__(self, shared: _Shared, every: int) -> None:
+        self.s = shared
+        self.every = every
+        self._published_iter = 0
+
+    def publish(self, ctx: OnlineRLContext) -> None:
+        s = self.s
+        info = {"train_iter": int(ctx.train_iter), "env_step": int(ctx.env_step),
+                "env_episode": int(ctx.env_episode)}
+        s.version = s.link.publish(WEIGHTS, module_weights(s.policy, s.modules), info)
+        self._published_iter = ctx.train_iter
+
+    def __call__(self, ctx: OnlineRLContext) -> None:
+        if ctx.train_iter - self._published_iter >= self.every:
+            self.publish(ctx)
+
+
+@contract(reads=("train_iter",), writes=("train_iter", "env_step", "env_episode"),
+          role=Role.EVALUATOR)
+class ReceiveWeightsToEvaluate:
+    """Evaluator, first in the chain: wait for weights newer than the last ones, take them
+    with the learner's train_iter and env_step at publication."""
+
+    def __init__(self, shared: _Shared) -> None:
+        self.s = shared
+
+    def __call__(self, ctx: OnlineRLContext) -> None:
+        update = self.s.link.poll(WEIGHTS, self.s.version, None)
+        if self.s.take(update):
+            ctx.train_iter = int(update.info.get("train_iter", ctx.train_iter))
+            ctx.env_step = int(update.info.get("env_step", ctx.env_step))
+            ctx.env_episode = int(update.info.get("env_episode", ctx.env_episode))
+
+
+@contract(reads=("last_eval_iter", "eval_value", "eval_output", "train_iter"), writes=(),
+          role=Role.EVALUATOR)
+class SendEvaluation:
+    """Evaluator, after the evaluator: each new evaluation to the learner."""
+
+    def __init__(self, shared: _Shared) -> None:
+        self.s = shared
+        self._sent_iter: Optional[int] = None
+
+    def __call__(self, ctx: OnlineRLContext) -> None:
+        s = self.s
+        if s.finished or ctx.last_eval_iter != ctx.train_iter or ctx.last_eval_iter == self._sent_iter:
+            return
+        self._sent_iter = ctx.last_eval_iter
+        message = {"eval_value": float(ctx.eval_value), "eval_output": ctx.eval_output,
+                   "train_iter": int(ctx.train_iter), "stop": bool(current_task().finish)}
+        s.link.push(EVALUATIONS, [message], None, None, 5.0)
+
+
+class Exchange:
+    """The two middleware that connect this process to the others of a distributed run.
+
+    `link`: this process's `rlpipe.engine.parallel.Link` (default: `parallel.link()`; an error
+    in a single process). `compressor`/`decompressor`: optional user functions applied to
+    `ctx.trajectories` on the collector and to what arrives on the learner. `publish_every`:
+    train iterations between weight publications (default `cfg.parallel.publish_every`, else
+    `cfg.policy.learn.update_per_collect`). `batches_per_iter`: collector batches the learner
+    takes per iteration (default `cfg.parallel.batches_per_iter`, else 1: each learner
+    iteration trains on one collector iteration's data, as a single process does; 0 takes all
+    that are queued). `modules`: the policy's torch modules to ship (default: all but the
+    acting copy and target networks).
+    """
+
+    def __init__(self, cfg: Any, policy: Any, link: Any = None,
+                 compressor: Optional[Callable[[Any], Any]] = None,
+                 decompressor: Optional[Callable[[Any], Any]] = None,
+                 publish_every: Optional[int] = None, batches_per_iter: Optional[int] = None,
+                 modules: Optional[Iterable[str]] = None) -> None:
+        link = link if link is not None else parallel.link()
+        if link is None:
+            raise RuntimeError("Exchange connects the processes of a distributed run, and this "
+                               "process was not started by rlpipe.engine.parallel.launch(); in "
+                               "a single process leave it out of the pipeline")
+        if publish_every is None:
+            publish_every = setting(cfg, "parallel.publish_every", None)
+        if publish_every is None:
+            publish_every = setting(cfg, "policy.learn.update_per_collect", 1)
+        if batches_per_iter is None:
+            batches_per_iter = setting(cfg, "parallel.batches_per_iter", 1)
+        if int(publish_every) < 1:
+            raise ValueError(f"publish_every must be >= 1 train iterations, got {publish_every}")
+        if int(batches_per_iter) < 0:
+            raise ValueError(f"batches_per_iter must be >= 1, or 0 to take all queued batches; "
+                             f"got {batches_per_iter}")
+        self.link = link
+        shared = _Shared(link, policy, modules)
+        self.receive: Callable[[Any], Any]
+        self.send: Callable[[Any], Any]
+        if link.role is Role.COLLECTOR:
+            self.receive, self.send = ReceiveWeights(shared), SendTrajectories(shared, compressor)
+        elif link.role is Role.LEARNER:
+            publish = PublishWeights(shared, int(publish_every))
+            self.receive = ReceiveTrajectories(shared, publish, decompressor,
+                                               int(batches_per_iter) or None)
+            self.send = publish
+        else:
+            self.receive, self.send = ReceiveWeightsToEvaluate(shared), SendEvaluation(shared)
+
+    def __repr__(self) -> str:
+        return f"<Exchange of the {self.link.name}>"
+
+
+__all__ = ["Exchange", "load_module_weights", "module_weights"]
