@@ -27,6 +27,13 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--no-progress", action="store_true", help="no progress bar")
     train.add_argument("--resume", metavar="RUN_DIR",
                        help="continue the run in RUN_DIR from its newest checkpoint")
+    train.add_argument("--collectors", type=int, metavar="N",
+                       help="distributed run on Ray: a learner and N collector processes")
+    train.add_argument("--evaluator", action="store_true", default=None,
+                       help="with --collectors: evaluate in a process of its own")
+    train.add_argument("--ray-address", metavar="ADDR",
+                       help="with --collectors: a Ray cluster started with `ray start` "
+                            "(e.g. auto or HOST:6379); default: a local Ray")
 
     evaluate = sub.add_parser("eval", help="evaluate a run folder or checkpoint")
     evaluate.add_argument("target", help="a run folder (runs/<name>/<timestamp>/) or a .pt file")
@@ -51,14 +58,18 @@ def _cmd_train(args: argparse.Namespace) -> int:
         raise ValueError(f"--max-env-steps must be positive, got {args.max_env_steps}")
     if args.resume:
         result = resume(args.resume, name=args.name, overrides=args.overrides,
-                        max_env_step=args.max_env_steps, progress=not args.no_progress)
+                        max_env_step=args.max_env_steps, progress=not args.no_progress,
+                        collectors=args.collectors, evaluator=args.evaluator,
+                        ray_address=args.ray_address)
     elif not args.name:
         raise ValueError("name a zoo entry (`rlpipe train cartpole-dqn`; `rlpipe list` shows "
                          "them) or continue a run with --resume RUN_DIR")
     else:
         result = train(args.name, seed=args.seed, overrides=args.overrides,
                        run_dir=args.run_dir, async_mode=args.async_mode,
-                       max_env_step=args.max_env_steps, progress=not args.no_progress)
+                       max_env_step=args.max_env_steps, progress=not args.no_progress,
+                       collectors=args.collectors or 0, evaluator=bool(args.evaluator),
+                       ray_address=args.ray_address)
     summary = {k: result[k] for k in ("eval_value", "best_eval_value", "env_step", "train_iter", "wall_time", "run_dir")}
     print(json.dumps(summary))
     return 0
@@ -75,6 +86,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    from rlpipe.engine.parallel import LearnerDiedError
     from rlpipe.zoo import Interrupted
 
     args = _parser().parse_args(argv)
@@ -91,6 +103,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     except KeyboardInterrupt:
         print("rlpipe: interrupted", file=sys.stderr)
         return 130
+    except LearnerDiedError as died:
+        print(f"rlpipe {args.command}: error: {died}", file=sys.stderr)
+        return 1
     except (KeyError, ValueError, TypeError, ImportError, FileNotFoundError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"rlpipe {args.command}: error: {message}", file=sys.stderr)

@@ -9,11 +9,12 @@ from easydict import EasyDict
 from rlpipe.config import merge_config
 from rlpipe.contexts import OnlineRLContext
 from rlpipe.data import PrioritizedReplayBuffer, ReplayBuffer, SampleRatioController
-from rlpipe.engine import task
+from rlpipe.engine import parallel, task
 from rlpipe.envs import EnvManager
 from rlpipe.middleware import (CkptSaver, OffPolicyLearner, StepCollector, data_pusher,
                                eps_greedy_handler, interaction_evaluator, nstep_reward_enhancer,
                                online_logger, progress_bar, termination_checker)
+from rlpipe.middleware.exchange import Exchange
 
 from ._resume import RunState, resumed_context
 from ._run import limit_torch_threads, seed_everything
@@ -33,6 +34,9 @@ RUN_DEFAULTS: Dict[str, Any] = dict(
                 max_updates_per_step=None, save_buffer=True),
     logger=dict(tensorboard=True),
     ckpt=dict(train_freq=5000),
+    # distributed runs (rlpipe train --collectors N; see docs/distributed.md)
+    parallel=dict(collectors=0, evaluator=False, publish_every=None, batches_per_iter=1,
+                  queue_size=None),
 )
 
 def default_config(policy_cls: Any) -> EasyDict:
@@ -71,8 +75,12 @@ def make_buffer(cfg: Any) -> Any:
     return ReplayBuffer(replay.capacity, seed=cfg.seed, controller=controller)
 
 
-def run_offpolicy(cfg: Any, policy_cls: Any) -> Dict[str, Any]:
-    """Train `policy_cls` with the pipeline of DI-engine's middleware guide; return a summary."""
+def run_offpolicy(cfg: Any, policy_cls: Any, compressor: Any = None,
+                  decompressor: Any = None) -> Dict[str, Any]:
+    """Train `policy_cls` with the pipeline of DI-engine's middleware guide; return a summary.
+
+    In an actor of a distributed run (`parallel.link()` is set) the exchange middleware connect
+    it to the others (`compressor`/`decompressor`: optional functions on the trajectories)."""
     seed_everything(cfg.seed)
     limit_torch_threads()
     collector_env, evaluator_env = make_envs(cfg)
@@ -84,11 +92,15 @@ def run_offpolicy(cfg: Any, policy_cls: Any) -> Dict[str, Any]:
     run_state = RunState(cfg.run_dir, collector_env, evaluator_env, collector, buffer_,
                          save_buffer=cfg.replay.save_buffer) if cfg.run_dir else None
     ctx = resumed_context(cfg, policy, run_state)
+    link = parallel.link()
+    exchange = Exchange(cfg, policy, link, compressor, decompressor) if link else None
     start = time.perf_counter()
     best = []
     try:
         with task.start(async_mode=cfg.async_mode, ctx=ctx):
             task.on("eval_end", lambda ctx: best.append(ctx.eval_value))
+            if exchange is not None:
+                task.use(exchange.receive)
             task.use(interaction_evaluator(cfg, policy.eval_mode, evaluator_env))
             if getattr(policy_cls, "explores_with_eps", False):  # DQN; SAC/TD3 explore alone
                 task.use(eps_greedy_handler(cfg))
@@ -97,6 +109,8 @@ def run_offpolicy(cfg: Any, policy_cls: Any) -> Dict[str, Any]:
                 task.use(nstep_reward_enhancer(cfg))
             task.use(data_pusher(cfg, buffer_))
             task.use(OffPolicyLearner(cfg, policy.learn_mode, buffer_))
+            if exchange is not None:
+                task.use(exchange.send)
             task.use(termination_checker(max_env_step=cfg.max_env_step,
                                          max_train_iter=cfg.max_train_iter,
                                          max_wall_time=cfg.max_wall_time))

@@ -127,7 +127,7 @@ def _graceful_stop() -> Iterator[List[int]]:
         raise Interrupted(received[0])
 
 
-def _run(entry: Entry, cfg: Any) -> Dict[str, Any]:
+def _run(entry: Entry, cfg: Any, ray_address: Optional[str] = None) -> Dict[str, Any]:
     from ._run import attach_log_file, write_config
 
     os.makedirs(cfg.run_dir, exist_ok=True)
@@ -135,6 +135,10 @@ def _run(entry: Entry, cfg: Any) -> Dict[str, Any]:
     handler = attach_log_file(cfg.run_dir)
     try:
         with _graceful_stop():
+            if cfg.get("parallel", {}).get("collectors", 0) > 0:
+                from ._parallel import run_distributed
+
+                return run_distributed(entry.name, cfg, ray_address)
             return entry.main(cfg)
     finally:
         logging.getLogger("rlpipe").removeHandler(handler)
@@ -143,8 +147,13 @@ def _run(entry: Entry, cfg: Any) -> Dict[str, Any]:
 
 def train(name: str, seed: int = 0, overrides: Iterable[str] = (), run_dir: Optional[str] = None,
           async_mode: bool = False, max_env_step: Optional[int] = None,
-          progress: bool = True, runs_root: str = "runs") -> Dict[str, Any]:
-    """Train zoo entry `name` (the scripting form of `rlpipe train`); returns its summary."""
+          progress: bool = True, runs_root: str = "runs", collectors: int = 0,
+          evaluator: bool = False, ray_address: Optional[str] = None) -> Dict[str, Any]:
+    """Train zoo entry `name` (the scripting form of `rlpipe train`); returns its summary.
+
+    `collectors` > 0: a distributed run on Ray (one learner, that many collector processes,
+    an evaluator process with `evaluator`); `ray_address` names a cluster (default: a local Ray)."""
+    from ._parallel import check_distributed
     from ._run import new_run_dir
 
     entry = get_entry(name)
@@ -152,18 +161,26 @@ def train(name: str, seed: int = 0, overrides: Iterable[str] = (), run_dir: Opti
     user: Dict[str, Any] = {"seed": seed, "async_mode": async_mode, "progress": progress}
     if max_env_step is not None:
         user["max_env_step"] = max_env_step
+    check_distributed(name, entry.resolve(user), collectors)
+    if collectors:
+        user["parallel"] = {"collectors": collectors, "evaluator": evaluator}
     cfg = entry.resolve(user, overrides)
+    check_distributed(name, cfg, cfg.get("parallel", {}).get("collectors", 0))
     cfg.run_dir = run_dir or new_run_dir(name, runs_root)
     logging.getLogger("rlpipe").info("training %s in %s", name, cfg.run_dir)
-    return _run(entry, cfg)
+    return _run(entry, cfg, ray_address)
 
 
 def resume(run_dir: str, name: Optional[str] = None, overrides: Iterable[str] = (),
-           max_env_step: Optional[int] = None, progress: bool = True) -> Dict[str, Any]:
+           max_env_step: Optional[int] = None, progress: bool = True,
+           collectors: Optional[int] = None, evaluator: Optional[bool] = None,
+           ray_address: Optional[str] = None) -> Dict[str, Any]:
     """Continue the run in `run_dir` from its newest resumable checkpoint (`rlpipe train
-    --resume RUN_DIR`): weights, optimiser, counters, exploration, RNGs, envs and buffer."""
+    --resume RUN_DIR`): weights, optimiser, counters, exploration, RNGs, envs and buffer.
+    A distributed run resumes with its collectors unless `collectors` says otherwise."""
     from rlpipe.middleware import load_checkpoint
 
+    from ._parallel import check_distributed
     from ._run import read_config
 
     if not os.path.isdir(run_dir):
@@ -178,9 +195,17 @@ def resume(run_dir: str, name: Optional[str] = None, overrides: Iterable[str] = 
     user: Dict[str, Any] = {"progress": progress}
     if max_env_step is not None:
         user["max_env_step"] = max_env_step
+    if collectors is not None or evaluator is not None:
+        check_distributed(trained, entry.resolve(plain), collectors or 0)
+        recorded = plain.get("parallel", {})
+        user["parallel"] = {"collectors": recorded.get("collectors", 0) if collectors is None
+                            else collectors,
+                            "evaluator": recorded.get("evaluator", False) if evaluator is None
+                            else evaluator}
     cfg = entry.resolve({**plain, **user}, overrides)
+    check_distributed(trained, cfg, cfg.get("parallel", {}).get("collectors", 0))
     cfg.run_dir = run_dir
     cfg.resume_from = str(load_checkpoint(run_dir, which="resumable")["path"])
     logging.getLogger("rlpipe").info("resuming %s in %s from %s", trained, run_dir,
                                      cfg.resume_from)
-    return _run(entry, cfg)
+    return _run(entry, cfg, ray_address)

@@ -1,0 +1,97 @@
+"""Distributed zoo runs: the entry's own `main(cfg)` in a learner and N collector Ray actors.
+
+The driver (the `rlpipe train` process) ships the resolved config as plain dicts (EasyDict does
+not survive pickling intact) and `role_main` rebuilds it in each actor. Collectors and the
+evaluator write nothing to the run folder: each gets its own seed, no run_dir, no progress bar;
+the learner writes the log, metrics and checkpoints as a single process does.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any, Callable, Dict, Optional
+
+from easydict import EasyDict
+
+from rlpipe.config import to_plain
+from rlpipe.engine import Role
+from rlpipe.engine import parallel
+
+log = logging.getLogger("rlpipe")
+COLLECTOR_SEED_STEP = 7_919  # collector i acts with seed + (i + 1) * step (+ a restart term)
+RESTART_SEED_STEP = 104_729
+EVALUATOR_SEED = 1_000_003
+
+
+def check_distributed(name: str, cfg: Any, collectors: int) -> None:
+    """Raise a clear error when `collectors` is invalid or the entry cannot run distributed."""
+    if isinstance(collectors, bool) or not isinstance(collectors, int) or collectors < 0:
+        raise ValueError(f"--collectors must be a whole number >= 0, got {collectors!r}")
+    if collectors and "parallel" not in cfg:
+        raise ValueError(f"zoo entry {name!r} runs in one process only: --collectors works with "
+                         f"the off-policy entries (DQN, SAC, TD3)")
+    if collectors:
+        parallel.require_ray()
+
+
+def role_seed(seed: int, link: Any) -> int:
+    """The seed of this process: the run's seed on the learner, distinct ones elsewhere."""
+    if link.role is Role.LEARNER:
+        return seed
+    base = EVALUATOR_SEED if link.role is Role.EVALUATOR else (link.index + 1) * COLLECTOR_SEED_STEP
+    return seed + base + link.attempt * RESTART_SEED_STEP
+
+
+def role_main(name: str, plain_cfg: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """What every actor runs: the zoo entry's main() on the rebuilt config, set for its role.
+    Returns the learner's summary (with `collectors` and `collector_restarts`), else None."""
+    from ._registry import get_entry
+    from ._run import attach_log_file
+
+    link = parallel.link()
+    if link is None:
+        raise RuntimeError("role_main runs inside actors started by rlpipe.engine.parallel.launch")
+    cfg = EasyDict(plain_cfg)
+    learner = link.role is Role.LEARNER
+    cfg.seed = role_seed(cfg.seed, link)
+    if not learner:
+        cfg.run_dir, cfg.resume_from, cfg.progress = None, None, False
+    if learner and cfg.run_dir:
+        os.makedirs(cfg.run_dir, exist_ok=True)
+    handler = attach_log_file(cfg.run_dir) if learner and cfg.run_dir else None
+    try:
+        if link.attempt:
+            log.warning("%s restarted (attempt %d)", link.name, link.attempt)
+        result = get_entry(name).main(cfg)
+        if learner:
+            state = link.state()
+            result["collectors"] = link.collectors
+            result["collector_restarts"] = int(state["restarts"])
+            if state["restarts"]:
+                log.warning("collector restarts in this run: %d (%s)", state["restarts"],
+                            ", ".join(f"{k}: {v}" for k, v in sorted(state["restarted"].items())))
+    finally:
+        if handler is not None:
+            logging.getLogger("rlpipe").removeHandler(handler)
+            handler.close()
+    return result if learner else None
+
+
+def run_distributed(name: str, cfg: Any, address: Optional[str] = None,
+                    init_options: Optional[Dict[str, Any]] = None,
+                    main: Callable[..., Any] = role_main) -> Dict[str, Any]:
+    """Train with `cfg.parallel.collectors` collector actors (and an evaluator actor when
+    `cfg.parallel.evaluator`); returns the learner's summary. `main(name, plain_cfg)` is what
+    each actor runs (`role_main`, or a wrapper of it)."""
+    par = cfg.parallel
+    log.info("distributed run: 1 learner, %d collectors%s", par.collectors,
+             ", 1 evaluator" if par.evaluator else "")
+    try:
+        return parallel.launch(main, collectors=int(par.collectors),
+                               evaluator=bool(par.evaluator), address=address,
+                               args=(name, to_plain(cfg)), queue_size=par.queue_size,
+                               init_options=init_options)
+    except parallel.LearnerDiedError as err:
+        hint = (f"; continue from its last checkpoint with `rlpipe train --resume {cfg.run_dir}`"
+                if cfg.run_dir else "")
+        raise parallel.LearnerDiedError(f"{err}{hint}") from None
