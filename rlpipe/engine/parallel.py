@@ -26,6 +26,7 @@ __all__ = ["Hub", "LearnerDiedError", "Link", "RayNotInstalledError", "Update", 
 log = logging.getLogger(__name__)
 INSTALL_HINT = 'pip install "rlpipe[ray]"'
 _LINK: Optional["Link"] = None
+STARTUP_WARNING_S = 60.0
 
 
 class RayNotInstalledError(ImportError):
@@ -265,7 +266,8 @@ def _ray_up(ray: Any, address: Optional[str], init_options: Optional[Mapping[str
     if address:
         options["address"] = address
     else:
-        options["num_cpus"] = os.cpu_count() or 1
+        # Ray runs its workers at nice 15 by default: here they are the run, not background work
+        options.update(num_cpus=os.cpu_count() or 1, _system_config={"worker_niceness": 0})
     options.update(init_options or {})
     ray.init(**options)
     return True
@@ -281,13 +283,14 @@ def launch(main: Callable[..., Any], collectors: int = 1, evaluator: bool = Fals
 
     - Ray: an already initialised Ray is used as it is; else `address` ("auto", "HOST:6379", a
       cluster started with `ray start`) is connected to, or a local Ray is started with this
-      machine's CPU count (no dashboard, no usage stats). `init_options` go to `ray.init`.
+      machine's CPU count (no dashboard, no usage stats, actors at the driver's priority rather
+      than Ray's default nice 15). `init_options` go to `ray.init`.
       What this call starts or connects, it shuts down or disconnects when it returns.
     - `queue_size`: the hub's queue bound (default: `collectors`, one batch per collector
       waiting, so the learner never starves and data is at most about one batch per
       collector older than the newest weights; producers wait while a queue is full).
-    - Each actor asks `num_cpus` CPUs (default: 1, or a share of a local machine's CPUs when
-      there are more actors than CPUs). The learner runs on the driver's machine (it writes the
+    - Each actor asks `num_cpus` CPUs (default: 1, or an equal share of the cluster's CPUs
+      when there are more actors than CPUs). The learner runs on the driver's machine (it writes the
       run folder there); collectors and the evaluator go wherever Ray places them. Roles: see
       `link()` and `Task.serves`.
     - A collector or evaluator whose process dies is restarted by Ray (up to `max_restarts`
@@ -315,9 +318,8 @@ def launch(main: Callable[..., Any], collectors: int = 1, evaluator: bool = Fals
     interrupted = False
     try:
         n_actors = 1 + collectors + int(evaluator)
-        if num_cpus is None:
-            total = ray.cluster_resources().get("CPU", 1.0) if started and not address else n_actors
-            num_cpus = min(1.0, total / n_actors)
+        if num_cpus is None:  # 1 each, or an equal share when the cluster has fewer CPUs
+            num_cpus = min(1.0, ray.cluster_resources().get("CPU", 1.0) / n_actors)
         hub = ray.remote(Hub).options(num_cpus=0, max_concurrency=1000).remote(queue_size)
         layout = [(Role.LEARNER, 0, 0)] + [(Role.COLLECTOR, i, max_restarts) for i in range(collectors)]
         if evaluator:
@@ -352,8 +354,19 @@ def _supervise(ray: Any, hub: Any, members: List[_Member], driver_task: Any,
     learner = members[0]
     live = {m.future: m for m in members}
     asked_to_finish = False
+    unstarted = {m.actor.ping.remote(): m for m in members}
+    waited_since = time.monotonic()
     while True:
         ready, _ = ray.wait(list(live), num_returns=1, timeout=0.5)
+        if unstarted:
+            up, _ = ray.wait(list(unstarted), num_returns=len(unstarted), timeout=0)
+            for ref in up:
+                del unstarted[ref]
+            if unstarted and time.monotonic() - waited_since > STARTUP_WARNING_S:
+                log.warning("%s not started after %.0f s: the cluster may lack the CPUs they "
+                            "ask for (see launch(num_cpus=...)); the run goes on without them",
+                            ", ".join(m.name for m in unstarted.values()), STARTUP_WARNING_S)
+                unstarted = {}
         if driver_task.finish and not asked_to_finish:
             asked_to_finish = True
             log.warning("finish requested: the learner ends its iteration, then every actor stops")

@@ -66,7 +66,7 @@ def ray_local():
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     since = uptime() - 1
     ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False,
-             configure_logging=False)
+             configure_logging=False, _system_config={"worker_niceness": 0})
     try:
         yield
     finally:
@@ -115,14 +115,17 @@ def test_cartpole_dqn_solves_with_two_collectors(ray_local, tmp_path):
 @needs_ray
 @pytest.mark.slow
 @pytest.mark.skipif("pendulum-sac" not in list_entries(), reason="pendulum-sac not in the zoo")
-def test_pendulum_sac_solves_with_two_collectors(ray_local, tmp_path):
+@pytest.mark.parametrize("evaluator", [False, True], ids=["", "evaluator"])
+def test_pendulum_sac_solves_with_two_collectors(ray_local, tmp_path, evaluator):
     started = time.time()
-    result = train("pendulum-sac", seed=0, collectors=2, run_dir=str(tmp_path / "run"),
-                   progress=False)
+    result = train("pendulum-sac", seed=0, collectors=2, evaluator=evaluator,
+                   run_dir=str(tmp_path / "run"), progress=False)
     assert result["eval_value"] >= -200, result
     assert result["collectors"] == 2 and result["env_step"] <= 20_000 + 2 * 32
-    print(f"pendulum-sac --collectors 2: solved at {result['env_step']} env steps, "
-          f"{time.time() - started:.1f} s")
+    if evaluator:  # the evaluations came from the evaluator process
+        assert "evaluator: mean return" in (tmp_path / "run" / "log.txt").read_text()
+    print(f"pendulum-sac --collectors 2{' --evaluator' if evaluator else ''}: solved at "
+          f"{result['env_step']} env steps, {time.time() - started:.1f} s")
 
 
 # ---- faults -------------------------------------------------------------------------------
