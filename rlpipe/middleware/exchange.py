@@ -152,8 +152,8 @@ class ReceiveTrajectories:
         writes = ["trajectories", "env_step", "env_episode", "episode_info", "info_for_logging"]
         if shared.link.evaluator:
             writes += ["eval_value", "eval_output", "last_eval_iter", "last_eval_value"]
-        contract(reads=("env_step", "env_episode", "train_iter"), writes=writes,
-                 role=Role.LEARNER)(self)
+        # it reads no learner field, so in async mode the learner trains while it waits
+        contract(reads=("env_step", "env_episode"), writes=writes, role=Role.LEARNER)(self)
 
     def __call__(self, ctx: OnlineRLContext) -> None:
         s = self.s
