@@ -7,17 +7,16 @@ from typing import Any, Dict, Mapping, Optional
 from easydict import EasyDict
 
 from rlpipe.config import merge_config
-from rlpipe.contexts import OnlineRLContext
 from rlpipe.data import PrioritizedReplayBuffer, ReplayBuffer, SampleRatioController
 from rlpipe.engine import parallel, task
 from rlpipe.envs import EnvManager
-from rlpipe.middleware import (CkptSaver, OffPolicyLearner, StepCollector, data_pusher,
-                               eps_greedy_handler, interaction_evaluator, nstep_reward_enhancer,
-                               online_logger, progress_bar, termination_checker)
+from rlpipe.middleware import (OffPolicyLearner, StepCollector, data_pusher, eps_greedy_handler,
+                               interaction_evaluator, nstep_reward_enhancer)
 from rlpipe.middleware.exchange import Exchange
 
 from ._resume import RunState, resumed_context
 from ._run import limit_torch_threads, seed_everything
+from ._tail import summary, use_run_tail
 
 RUN_DEFAULTS: Dict[str, Any] = dict(
     seed=0,
@@ -111,21 +110,11 @@ def run_offpolicy(cfg: Any, policy_cls: Any, compressor: Any = None,
             task.use(OffPolicyLearner(cfg, policy.learn_mode, buffer_))
             if exchange is not None:
                 task.use(exchange.send)
-            task.use(termination_checker(max_env_step=cfg.max_env_step,
-                                         max_train_iter=cfg.max_train_iter,
-                                         max_wall_time=cfg.max_wall_time))
-            if cfg.run_dir:
-                task.use(online_logger(cfg, tensorboard=cfg.logger.tensorboard))
-                task.use(CkptSaver(cfg, policy, train_freq=cfg.ckpt.train_freq,
-                                   resume_state=run_state))
-            if cfg.progress:
-                task.use(progress_bar(cfg, total_env_steps=cfg.max_env_step))
+            use_run_tail(task, cfg, policy, run_state)
             task.run()
             ctx = task.ctx
             profile = task.profile()
     finally:
         collector_env.close()
         evaluator_env.close()
-    return dict(eval_value=ctx.last_eval_value, best_eval_value=max(best, default=float("-inf")),
-                env_step=ctx.env_step, train_iter=ctx.train_iter,
-                wall_time=time.perf_counter() - start, run_dir=cfg.run_dir, profile=profile)
+    return summary(cfg, ctx, best, start, profile)

@@ -8,13 +8,13 @@ from easydict import EasyDict
 
 from rlpipe.config import merge_config
 from rlpipe.engine import task
-from rlpipe.middleware import (CkptSaver, StepCollector, gae_estimator, interaction_evaluator,
-                               multistep_trainer, online_logger, progress_bar,
-                               termination_checker)
+from rlpipe.middleware import (StepCollector, gae_estimator, interaction_evaluator,
+                               multistep_trainer)
 
 from ._offpolicy import make_envs
 from ._resume import RunState, resumed_context
 from ._run import limit_torch_threads, seed_everything
+from ._tail import summary, use_run_tail
 
 RUN_DEFAULTS: Dict[str, Any] = dict(
     seed=0,
@@ -74,21 +74,11 @@ def run_onpolicy(cfg: Any, policy_cls: Any) -> Dict[str, Any]:
             task.use(collector)
             task.use(gae_estimator(cfg, policy.collect_mode))
             task.use(multistep_trainer(cfg, policy.learn_mode))
-            task.use(termination_checker(max_env_step=cfg.max_env_step,
-                                         max_train_iter=cfg.max_train_iter,
-                                         max_wall_time=cfg.max_wall_time))
-            if cfg.run_dir:
-                task.use(online_logger(cfg, tensorboard=cfg.logger.tensorboard))
-                task.use(CkptSaver(cfg, policy, train_freq=cfg.ckpt.train_freq,
-                                   resume_state=run_state))
-            if cfg.progress:
-                task.use(progress_bar(cfg, total_env_steps=cfg.max_env_step))
+            use_run_tail(task, cfg, policy, run_state)
             task.run()
             ctx = task.ctx
             profile = task.profile()
     finally:
         collector_env.close()
         evaluator_env.close()
-    return dict(eval_value=ctx.last_eval_value, best_eval_value=max(best, default=float("-inf")),
-                env_step=ctx.env_step, train_iter=ctx.train_iter,
-                wall_time=time.perf_counter() - start, run_dir=cfg.run_dir, profile=profile)
+    return summary(cfg, ctx, best, start, profile)
