@@ -178,27 +178,27 @@ class EnvManager:
         obs, next_obs, reward, terminated, truncated, rows, invalid, failures, infos = (
             self._backend.step(actions)
         )
-        self._ep_return += reward
-        self._t += 1
+        ep_return = self._ep_return
+        ep_return += reward
+        self._t = t = self._t + 1
         episodes = []
         if rows.size:
-            ep_return, ep_start, t = self._ep_return, self._ep_start, self._t
+            ep_start = self._ep_start
+            returns, starts = ep_return[rows], ep_start[rows]
             episodes = [
                 {"env_id": i, "return": r, "length": t - s}
-                for i, r, s in zip(rows.tolist(), ep_return[rows].tolist(), ep_start[rows].tolist())
+                for i, r, s in zip(rows.tolist(), returns.tolist(), starts.tolist())
             ]
             ep_return[rows] = 0.0
             ep_start[rows] = t
         valid = self._all_valid
         if invalid is not None:
             valid = ~invalid
-            self._ep_return[invalid] = 0.0
-            self._ep_start[invalid] = self._t
+            ep_return[invalid] = 0.0
+            self._ep_start[invalid] = t
         if failures:
             self._record(failures)
-        return StepResult(
-            obs, next_obs, reward, terminated, truncated, valid, episodes, infos
-        )
+        return StepResult(obs, next_obs, reward, terminated, truncated, valid, episodes, infos)
 
     def _record(self, failures: list[Failure]) -> None:
         for failure in failures:

@@ -29,25 +29,41 @@ from rlpipe.envs._outcome import Failure, Outcome, Rebuilding, same_step_outcome
 from rlpipe.envs._recovery import MAX_CONSECUTIVE_FAILURES
 from rlpipe.envs._registry import EnvSource, install_hint
 
-# partial_reset(env, done_mask, last_obs) -> the whole batch of observations after resetting the
-# sub-envs in done_mask (a new object: the caller keeps last_obs as the final observations)
+# partial_reset(env, done_rows, last_obs) -> the whole batch of observations after resetting the
+# sub-envs at done_rows (a new object: the caller keeps last_obs as the final observations)
 PartialReset = Callable[[VectorEnv, np.ndarray, BatchObs], BatchObs]
 
 
-def _cartpole_partial_reset(env: VectorEnv, done: np.ndarray, last_obs: BatchObs) -> BatchObs:
+def _cartpole_partial_reset(env: VectorEnv, done_rows: np.ndarray, last_obs: BatchObs) -> BatchObs:
     # Exactly what CartPoleVectorEnv.step does to its `prev_done` sub-envs at the start of the
-    # next step (same draws from the same generator), done now instead.
+    # next step (same draws from the same generator), done now instead. Integer rows, not the
+    # boolean mask: fancy indexing by a few indices is the cheaper of the two here.
     core: Any = env.unwrapped
-    core.state[:, done] = core.np_random.uniform(
-        low=core.low, high=core.high, size=(4, int(np.count_nonzero(done)))
+    state = core.state
+    state[:, done_rows] = core.np_random.uniform(
+        low=core.low, high=core.high, size=(4, done_rows.size)
     )
-    core.steps[done] = 0
-    core.prev_done[:] = False
-    return core.state.T.astype(np.float32)
+    core.steps[done_rows] = 0
+    # the env rebinds prev_done on every step and only reads it, so a shared all-False array will do
+    core.prev_done = _no_done(core.num_envs)
+    return state.T.astype(np.float32)
 
 
-def _masked_reset(env: VectorEnv, done: np.ndarray, last_obs: BatchObs) -> BatchObs:
-    obs, _ = env.reset(options={"reset_mask": done.copy()})
+_NO_DONE: dict[int, np.ndarray] = {}
+
+
+def _no_done(n: int) -> np.ndarray:
+    mask = _NO_DONE.get(n)
+    if mask is None:
+        mask = _NO_DONE[n] = np.zeros(n, dtype=np.bool_)
+        mask.flags.writeable = False
+    return mask
+
+
+def _masked_reset(env: VectorEnv, done_rows: np.ndarray, last_obs: BatchObs) -> BatchObs:
+    done = np.zeros(env.num_envs, dtype=np.bool_)
+    done[done_rows] = True
+    obs, _ = env.reset(options={"reset_mask": done})
     obs = copy_batch(to_batch(obs))
     others = np.flatnonzero(~done)
     if len(others) and not equal_rows(obs, last_obs, others):
@@ -140,21 +156,21 @@ class NativeBackend(Rebuilding):
             )
         try:
             obs, reward, terminated, truncated, infos = self._vec.step(actions)
-            obs = to_batch(obs)
             if not self._fresh:
-                obs = copy_batch(obs)
+                obs = copy_batch(to_batch(obs))
+            elif not isinstance(obs, np.ndarray):
+                obs = to_batch(obs)
             if self._partial is None:
                 out = same_step_outcome(obs, reward, terminated, truncated, infos, self.n_envs)
             else:
-                done = terminated | truncated
-                done_rows = done.nonzero()[0]
+                done_rows = (terminated | truncated).nonzero()[0]
                 next_obs = obs
                 if done_rows.size:  # reset those sub-envs now: no pseudo-step comes next
-                    obs = self._partial(self._vec, done, next_obs)
-                out = Outcome(
-                    obs, next_obs, reward.astype(np.float32, copy=False), terminated, truncated,
-                    done_rows, None, [], infos,
-                )
+                    obs = self._partial(self._vec, done_rows, next_obs)
+                if reward.dtype != np.float32:
+                    reward = reward.astype(np.float32)
+                out = Outcome(obs, next_obs, reward, terminated, truncated, done_rows, None, [],
+                              infos)
         except EnvFailureError:
             raise
         except Exception:  # noqa: BLE001 - the env raised: rebuild it
