@@ -1,7 +1,7 @@
 """Small pieces shared by policies: devices, target-network updates, state snapshots."""
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, List
 
 import torch
 from torch import nn
@@ -39,3 +39,10 @@ def soft_update(target: nn.Module, source: nn.Module, tau: float) -> None:
 def clone_state(module: nn.Module) -> Dict[str, torch.Tensor]:
     """A detached copy of `module.state_dict()` (a snapshot, not live references)."""
     return {k: v.detach().clone() for k, v in module.state_dict().items()}
+
+
+def adam(params: List[torch.Tensor], lr: float, device: torch.device,
+         eps: float = 1e-8) -> torch.optim.Adam:
+    """Adam over `params`; the fused kernel where torch has one for `device` (on the CPU it takes
+    about a third of the time of the per-tensor loop, which matters for small networks)."""
+    return torch.optim.Adam(params, lr=lr, eps=eps, fused=device.type in ("cpu", "cuda"))

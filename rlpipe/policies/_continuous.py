@@ -64,12 +64,6 @@ def make_generator(device: torch.device, seed: int | None) -> torch.Generator:
 
 
 
-def adam(params: List[torch.Tensor], lr: float, device: torch.device) -> torch.optim.Adam:
-    """Adam over `params`; the fused kernel where torch has one for `device` (on the CPU it takes
-    about a third of the time of the per-tensor loop, which matters for small networks)."""
-    return torch.optim.Adam(params, lr=lr, fused=device.type in ("cpu", "cuda"))
-
-
 def grad_step(optimizer: torch.optim.Optimizer, loss: torch.Tensor, params: List[torch.Tensor],
               max_norm: float | None) -> None:
     """Backpropagate `loss` and, when `max_norm` is set, clip the gradient norm of `params`.

@@ -30,7 +30,7 @@ from easydict import EasyDict
 from rlpipe.data import to_torch
 from rlpipe.models import ObservationShapeError, QNetwork
 
-from ._common import clone_state, hard_update, resolve_device, soft_update
+from ._common import adam, clone_state, hard_update, resolve_device, soft_update
 from .base import Policy
 
 __all__ = ["DQNPolicy"]
@@ -89,7 +89,8 @@ class DQNPolicy(Policy):
         self.online.to(self.device)
         self.target = copy.deepcopy(self.online).requires_grad_(False)
         self.acting = copy.deepcopy(self.online).to(self.collect_device).requires_grad_(False)
-        self.optimizer = torch.optim.Adam(self.online.parameters(), lr=c.learn.lr)
+        self._params = list(self.online.parameters())
+        self.optimizer = adam(self._params, c.learn.lr, self.device)
         self._rng = np.random.default_rng(c.seed)
         self._lock = threading.Lock()  # a learn step's weight update vs refresh / eval / state
 
@@ -187,7 +188,7 @@ class DQNPolicy(Policy):
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         max_norm = c.grad_clip if c.grad_clip is not None else math.inf
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.online.parameters(), max_norm)
+        grad_norm = torch.nn.utils.clip_grad_norm_(self._params, max_norm)
         with self._lock:
             self.optimizer.step()
             self.train_iter += 1

@@ -33,7 +33,7 @@ from torch import nn
 from rlpipe.data import to_torch
 from rlpipe.models import ActorCritic
 
-from ._common import clone_state, hard_update, resolve_device
+from ._common import adam, clone_state, hard_update, resolve_device
 from .base import Policy, _CollectFace
 
 __all__ = ["PPOPolicy"]
@@ -115,7 +115,7 @@ class PPOPolicy(Policy):
         self.model.to(self.device)
         self.acting = copy.deepcopy(self.model).to(self.collect_device).requires_grad_(False)
         self._params = list(self.model.parameters())
-        self.optimizer = torch.optim.Adam(self._params, lr=c.learn.lr, eps=1e-5)
+        self.optimizer = adam(self._params, c.learn.lr, self.device, eps=1e-5)
         # without a seed, draw one from torch's global RNG (so a seeded run stays reproducible)
         seed = c.seed if c.seed is not None else int(torch.randint(2**62, ()).item())
         self._collect_rng = torch.Generator(self.collect_device).manual_seed(seed)

@@ -33,8 +33,8 @@ from easydict import EasyDict
 from rlpipe.data import to_torch
 from rlpipe.models import SquashedGaussianActor, TwinQCritic
 
-from ._common import clone_state, hard_update, resolve_device
-from ._continuous import (CONTINUOUS_HINT, BoxActions, adam, grad_step, make_generator, polyak,
+from ._common import adam, clone_state, hard_update, resolve_device
+from ._continuous import (CONTINUOUS_HINT, BoxActions, grad_step, make_generator, polyak,
                           reject_collect_kwargs, set_requires_grad)
 from .base import Policy
 
