@@ -42,6 +42,11 @@ def link() -> Optional["Link"]:
     return _LINK
 
 
+def _set_link(value: Optional["Link"]) -> None:
+    global _LINK
+    _LINK = value
+
+
 @dataclasses.dataclass(frozen=True)
 class Update:
     """What `Link.poll` returns: the blob's newest version (`value` None unless newer than the
@@ -233,18 +238,18 @@ class _Process:
 
     def run(self, hub: Any, main: Callable[..., Any], args: Sequence[Any],
             kwargs: Mapping[str, Any], attempt: int) -> Any:
-        global _LINK
         from . import task
 
         role, index, collectors, evaluator = self._args
-        _LINK = Link(_RayTransport(hub), role, index, attempt, collectors, evaluator)
-        for served in _LINK.roles:
+        this = Link(_RayTransport(hub), role, index, attempt, collectors, evaluator)
+        _set_link(this)
+        for served in this.roles:
             task.add_role(served)
         try:
             return main(*args, **kwargs)
         finally:
-            if _LINK.role is Role.LEARNER:
-                _LINK.finish()  # the learner is done: stop everyone now, not at the driver's next look
+            if this.role is Role.LEARNER:
+                this.finish()  # the learner is done: stop everyone now, not at the driver's next look
 
 
 @dataclasses.dataclass
@@ -277,9 +282,15 @@ def launch(main: Callable[..., Any], collectors: int = 1, evaluator: bool = Fals
            address: Optional[str] = None, args: Sequence[Any] = (),
            kwargs: Optional[Mapping[str, Any]] = None, *, queue_size: Optional[int] = None,
            max_restarts: int = 10, num_cpus: Optional[float] = None,
-           init_options: Optional[Mapping[str, Any]] = None, grace_s: float = 20.0) -> Any:
+           init_options: Optional[Mapping[str, Any]] = None, grace_s: float = 20.0,
+           backend: str = "ray", start_method: Optional[str] = None,
+           child_nice: int = 0) -> Any:
     """Run `main(*args, **kwargs)` in a learner, `collectors` collectors and (with `evaluator`)
-    an evaluator, each a Ray actor; return the learner's result.
+    an evaluator, each a Ray actor (`backend="ray"`) or, with `backend="local"`, the learner in
+    this process and the others in child processes of this machine (no Ray needed; `address`,
+    `num_cpus` and `init_options` do not apply; `start_method`: "fork" or "spawn";
+    `child_nice`: how much lower the other processes' CPU priority is; see
+    `rlpipe.engine._local`); return the learner's result.
 
     - Ray: an already initialised Ray is used as it is; else `address` ("auto", "HOST:6379", a
       cluster started with `ray start`) is connected to, or a local Ray is started with this
@@ -307,11 +318,19 @@ def launch(main: Callable[..., Any], collectors: int = 1, evaluator: bool = Fals
                          f"collectors (run main() directly for a single process)")
     if not callable(main):
         raise TypeError(f"launch(main=...) takes a callable, got {main!r}")
+    if queue_size is None:
+        queue_size = collectors
+    if backend == "local":
+        from ._local import launch_local
+
+        return launch_local(main, collectors, evaluator, args, dict(kwargs or {}), queue_size,
+                            max_restarts, grace_s, start_method, child_nice)
+    if backend != "ray":
+        raise ValueError(f"launch(backend={backend!r}): choose 'ray' (Ray actors, one machine "
+                         f"or a cluster) or 'local' (child processes of this machine)")
     ray = _import_ray()
     from . import task as driver_task
 
-    if queue_size is None:
-        queue_size = collectors
     started = _ray_up(ray, address, init_options)
     members: List[_Member] = []
     hub = None
