@@ -26,6 +26,10 @@ class _CommonRLContext(Context):
     """The `train_iter` at which the last evaluation ran (kept); -1 before the first."""
     last_eval_value: float = -math.inf
     """Mean return of the most recent evaluation, carried across iterations (kept)."""
+    eval_weights: Optional[Dict[str, Any]] = None
+    """Set only when the evaluation ran in another process (a distributed run's evaluator): the
+    networks it evaluated (module name -> state dict), which the checkpoint saver writes to
+    best.pt instead of the learner's newer ones."""
     info_for_logging: Dict[str, Any] = dataclasses.field(default_factory=dict)
     """Extra scalars any middleware wants logged this iteration (name -> value)."""
 

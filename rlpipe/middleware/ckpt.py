@@ -166,8 +166,12 @@ class CkptSaver:
         extra = self.extra_state() if callable(self.extra_state) else self.extra_state
         resume = self.resume_state(ctx) if resumable and self.resume_state is not None else None
         eval_value = float(ctx.eval_value) if math.isfinite(ctx.eval_value) else None
+        policy_state = self.policy.state_dict()
+        evaluated = getattr(ctx, "eval_weights", None)
+        if not resumable and evaluated:  # best.pt of another process's evaluation
+            policy_state = {**policy_state, **evaluated}
         state = {
-            "policy": weights_only_safe(self.policy.state_dict(), "policy.state_dict()"),
+            "policy": weights_only_safe(policy_state, "policy.state_dict()"),
             "ctx": weights_only_safe(ctx.kept_state(), "ctx.kept_state()"),
             "extra": weights_only_safe(extra, "extra_state"),
             "resume": weights_only_safe(resume, "resume_state"),

@@ -13,7 +13,8 @@ after the learner):
   every `publish_every` train iterations;
 - evaluator: `receive` waits for newer weights and takes the learner's `train_iter` and
   `env_step`; `send` hands each new evaluation to the learner (which finishes the run when it
-  reached `stop_value`).
+  reached `stop_value`), with the evaluated weights when they are the best so far, so that the
+  learner's best.pt holds exactly the weights that were evaluated.
 
 A collector waits for the learner's first weights before it collects, so every process acts
 with the learner's weights (also after `--resume`). Trajectories pass through an optional pair
@@ -23,6 +24,7 @@ of user functions, `compressor(trajectories) -> payload` on the collector and
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
 
 import numpy as np
@@ -83,6 +85,7 @@ class _Shared:
         self.policy = policy
         self.modules = None if modules is None else list(modules)
         self.version = 0  # weights version this process acts with (learner: last published)
+        self.weights: Optional[Dict[str, Any]] = None  # those weights (collector, evaluator)
         self.start_step = 0
         self.start_episode = 0
         self.finished = False  # the hub said the run is over
@@ -96,6 +99,7 @@ class _Shared:
             return False
         load_module_weights(self.policy, update.value)
         self.version = update.version
+        self.weights = update.value
         return True
 
 
@@ -151,7 +155,8 @@ class ReceiveTrajectories:
         self.batches_per_iter = batches_per_iter
         writes = ["trajectories", "env_step", "env_episode", "episode_info", "info_for_logging"]
         if shared.link.evaluator:
-            writes += ["eval_value", "eval_output", "last_eval_iter", "last_eval_value"]
+            writes += ["eval_value", "eval_output", "last_eval_iter", "last_eval_value",
+                       "eval_weights"]
         # it reads no learner field, so in async mode the learner trains while it waits
         contract(reads=("env_step", "env_episode"), writes=writes, role=Role.LEARNER)(self)
 
@@ -187,8 +192,10 @@ class ReceiveTrajectories:
             ctx.eval_output = m["eval_output"]
             ctx.last_eval_iter = m["train_iter"]  # the weights evaluated were of that iteration
             ctx.last_eval_value = m["eval_value"]
+            ctx.eval_weights = m.get("weights")  # so that best.pt holds what was evaluated
             log.info("evaluator: mean return %.2f at train_iter %d", m["eval_value"], m["train_iter"])
             task.emit("eval_end", ctx)
+            ctx.eval_weights = None
             if m["stop"]:
                 log.info("the evaluator reached stop_value: finishing")
                 task.finish = True
@@ -241,6 +248,7 @@ class SendEvaluation:
     def __init__(self, shared: _Shared) -> None:
         self.s = shared
         self._sent_iter: Optional[int] = None
+        self._best = -math.inf
 
     def __call__(self, ctx: OnlineRLContext) -> None:
         s = self.s
@@ -249,6 +257,9 @@ class SendEvaluation:
         self._sent_iter = ctx.last_eval_iter
         message = {"eval_value": float(ctx.eval_value), "eval_output": ctx.eval_output,
                    "train_iter": int(ctx.train_iter), "stop": bool(current_task().finish)}
+        if ctx.eval_value > self._best:  # a new best: the learner writes these weights to best.pt
+            self._best = float(ctx.eval_value)
+            message["weights"] = s.weights
         s.link.push(EVALUATIONS, [message], None, None, 5.0)
 
 

@@ -88,6 +88,21 @@ def test_best_only_on_improvement(tmp_path, running):
     assert json.loads((tmp_path / "ckpt" / "latest.json").read_text())["best_value"] == 3.0
 
 
+def test_best_pt_holds_the_weights_another_process_evaluated(tmp_path, running):
+    policy = FakePolicy()
+    saver = CkptSaver(EasyDict(run_dir=str(tmp_path)), policy, train_freq=1)
+    evaluated = {"net": {k: torch.full_like(v, 3.0) for k, v in policy.net.state_dict().items()}}
+    ctx = OnlineRLContext()
+    ctx.train_iter, ctx.eval_value, ctx.eval_weights = 8, 5.0, evaluated
+    saver._on_eval(ctx)  # what the learner's exchange emits for the evaluator's result
+    saver(ctx)  # this iteration's periodic checkpoint: the live weights, resumable
+    best = load_checkpoint(tmp_path, which="best")
+    assert torch.all(best["policy"]["net"]["weight"] == 3.0) and best["meta"]["eval_value"] == 5.0
+    assert set(best["policy"]) == {"net", "opt"}  # the rest of the state is the live one
+    periodic = torch.load(tmp_path / "ckpt" / "iter_8.pt", weights_only=True)
+    assert torch.equal(periodic["policy"]["net"]["weight"], policy.net.weight.detach())
+
+
 def test_final_when_finish_is_set(tmp_path, running):
     policy = FakePolicy()
     saver = CkptSaver(EasyDict(run_dir=str(tmp_path)), policy, train_freq=1000)

@@ -186,8 +186,14 @@ def test_evaluator_side_waits_for_weights_and_reports_new_evaluations(run):
         t.use(exchange.send)
         t.run(max_step=1)
     assert (t.ctx.train_iter, t.ctx.env_step) == (12, 640)
-    assert learner.pop(EVALUATIONS) == [{"eval_value": 9.0, "eval_output": {"returns": [9.0]},
-                                         "train_iter": 12, "stop": True}]
+    [message] = learner.pop(EVALUATIONS)
+    weights = message.pop("weights")  # its first evaluation is its best: the weights go along
+    assert message == {"eval_value": 9.0, "eval_output": {"returns": [9.0]}, "train_iter": 12,
+                       "stop": True}
+    expected = module_weights(trained)
+    assert set(weights) == set(expected) == {"online"}
+    for key, value in expected["online"].items():
+        assert torch.equal(weights["online"][key], value)
 
 
 def test_module_weights_ship_the_networks_but_not_the_copies():
