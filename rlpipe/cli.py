@@ -19,7 +19,9 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("name", nargs="?", help="zoo entry (see `rlpipe list`)")
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--async", dest="async_mode", action="store_true",
-                       help="overlap collection and training (async_mode=True)")
+                       help="overlap collection and evaluation with training: off-policy "
+                            "entries collect and evaluate in processes of their own (no Ray "
+                            "needed), on-policy ones overlap middleware in threads")
     train.add_argument("--set", dest="overrides", action="append", default=[],
                        metavar="KEY=VALUE", help="override a config value, e.g. policy.learn.lr=3e-4")
     train.add_argument("--run-dir", help="folder for this run (default runs/<name>/<timestamp>/)")
@@ -28,7 +30,10 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--resume", metavar="RUN_DIR",
                        help="continue the run in RUN_DIR from its newest checkpoint")
     train.add_argument("--collectors", type=int, metavar="N",
-                       help="distributed run on Ray: a learner and N collector processes")
+                       help="distributed run: a learner and N collector processes")
+    train.add_argument("--backend", choices=("ray", "local"), default=None,
+                       help="with --collectors: Ray actors (default; one machine or a "
+                            "cluster) or child processes of this machine (no Ray)")
     train.add_argument("--evaluator", action="store_true", default=None,
                        help="with --collectors: evaluate in a process of its own")
     train.add_argument("--ray-address", metavar="ADDR",
@@ -60,7 +65,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         result = resume(args.resume, name=args.name, overrides=args.overrides,
                         max_env_step=args.max_env_steps, progress=not args.no_progress,
                         collectors=args.collectors, evaluator=args.evaluator,
-                        ray_address=args.ray_address)
+                        ray_address=args.ray_address, backend=args.backend)
     elif not args.name:
         raise ValueError("name a zoo entry (`rlpipe train cartpole-dqn`; `rlpipe list` shows "
                          "them) or continue a run with --resume RUN_DIR")
@@ -69,7 +74,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
                        run_dir=args.run_dir, async_mode=args.async_mode,
                        max_env_step=args.max_env_steps, progress=not args.no_progress,
                        collectors=args.collectors or 0, evaluator=bool(args.evaluator),
-                       ray_address=args.ray_address)
+                       ray_address=args.ray_address, backend=args.backend)
     summary = {k: result[k] for k in ("eval_value", "best_eval_value", "env_step", "train_iter", "wall_time", "run_dir")}
     print(json.dumps(summary))
     return 0

@@ -8,7 +8,7 @@ from easydict import EasyDict
 
 from rlpipe.config import merge_config
 from rlpipe.data import PrioritizedReplayBuffer, ReplayBuffer, SampleRatioController
-from rlpipe.engine import parallel, task
+from rlpipe.engine import Role, parallel, task
 from rlpipe.envs import EnvManager
 from rlpipe.middleware import (OffPolicyLearner, StepCollector, data_pusher, eps_greedy_handler,
                                interaction_evaluator, nstep_reward_enhancer)
@@ -35,7 +35,7 @@ RUN_DEFAULTS: Dict[str, Any] = dict(
     ckpt=dict(train_freq=5000),
     # distributed runs (rlpipe train --collectors N; see docs/distributed.md)
     parallel=dict(collectors=0, evaluator=False, publish_every=None, batches_per_iter=1,
-                  queue_size=None),
+                  queue_size=None, backend="ray"),
 )
 
 def default_config(policy_cls: Any) -> EasyDict:
@@ -52,12 +52,22 @@ def resolve_config(policy_cls: Any, entry_config: Mapping,
 
 
 def make_envs(cfg: Any) -> tuple:
+    """The collector's and the evaluator's env managers. In a process of a distributed run that
+    does not collect (or evaluate), that one is a single in-process env: it only gives the
+    spaces the policy is built from, so no env worker is started for nothing."""
     env_cfg = cfg.env
     common = dict(mode=env_cfg.mode, step_timeout=env_cfg.step_timeout,
                   env_kwargs=dict(env_cfg.env_kwargs) or None)
-    collector_env = EnvManager(env_cfg.id, n_envs=env_cfg.n_envs, seed=cfg.seed, **common)
-    evaluator_env = EnvManager(env_cfg.id, n_envs=env_cfg.eval_n_envs, seed=cfg.seed + 10_000,
-                               **common)
+    spaces_only = dict(common, mode="sync", step_timeout=None)
+    collector_env = EnvManager(env_cfg.id, n_envs=env_cfg.n_envs, seed=cfg.seed, **common) \
+        if task.serves(Role.COLLECTOR) else EnvManager(env_cfg.id, seed=cfg.seed, **spaces_only)
+    try:
+        evaluator_env = EnvManager(env_cfg.id, n_envs=env_cfg.eval_n_envs,
+                                   seed=cfg.seed + 10_000, **common) \
+            if task.serves(Role.EVALUATOR) else EnvManager(env_cfg.id, **spaces_only)
+    except BaseException:
+        collector_env.close()
+        raise
     return collector_env, evaluator_env
 
 

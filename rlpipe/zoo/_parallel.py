@@ -21,6 +21,7 @@ log = logging.getLogger("rlpipe")
 COLLECTOR_SEED_STEP = 7_919  # collector i acts with seed + (i + 1) * step (+ a restart term)
 RESTART_SEED_STEP = 104_729
 EVALUATOR_SEED = 1_000_003
+LOCAL_CHILD_NICE = 10  # collectors and evaluator of a local run yield the CPU to the learner
 
 
 def check_distributed(name: str, cfg: Any, collectors: int) -> None:
@@ -30,7 +31,10 @@ def check_distributed(name: str, cfg: Any, collectors: int) -> None:
     if collectors and "parallel" not in cfg:
         raise ValueError(f"zoo entry {name!r} runs in one process only: --collectors works with "
                          f"the off-policy entries (DQN, SAC, TD3)")
-    if collectors:
+    backend = cfg.get("parallel", {}).get("backend", "ray")
+    if backend not in ("ray", "local"):
+        raise ValueError(f"parallel.backend must be 'ray' or 'local', got {backend!r}")
+    if collectors and backend == "ray":
         parallel.require_ray()
 
 
@@ -77,6 +81,13 @@ def role_main(name: str, plain_cfg: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     return result if learner else None
 
 
+def _backend_options(par: Any) -> Dict[str, Any]:
+    backend = par.get("backend", "ray")
+    if backend == "local":  # a learner-bound run: the learner keeps its CPU (docs/concepts.md)
+        return {"backend": backend, "child_nice": LOCAL_CHILD_NICE}
+    return {"backend": backend}
+
+
 def run_distributed(name: str, cfg: Any, address: Optional[str] = None,
                     init_options: Optional[Dict[str, Any]] = None,
                     main: Callable[..., Any] = role_main) -> Dict[str, Any]:
@@ -90,7 +101,7 @@ def run_distributed(name: str, cfg: Any, address: Optional[str] = None,
         return parallel.launch(main, collectors=int(par.collectors),
                                evaluator=bool(par.evaluator), address=address,
                                args=(name, to_plain(cfg)), queue_size=par.queue_size,
-                               init_options=init_options)
+                               init_options=init_options, **_backend_options(par))
     except parallel.LearnerDiedError as err:
         hint = (f"; continue from its last checkpoint with `rlpipe train --resume {cfg.run_dir}`"
                 if cfg.run_dir else "")

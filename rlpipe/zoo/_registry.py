@@ -148,11 +148,17 @@ def _run(entry: Entry, cfg: Any, ray_address: Optional[str] = None) -> Dict[str,
 def train(name: str, seed: int = 0, overrides: Iterable[str] = (), run_dir: Optional[str] = None,
           async_mode: bool = False, max_env_step: Optional[int] = None,
           progress: bool = True, runs_root: str = "runs", collectors: int = 0,
-          evaluator: bool = False, ray_address: Optional[str] = None) -> Dict[str, Any]:
+          evaluator: bool = False, ray_address: Optional[str] = None,
+          backend: Optional[str] = None) -> Dict[str, Any]:
     """Train zoo entry `name` (the scripting form of `rlpipe train`); returns its summary.
 
-    `collectors` > 0: a distributed run on Ray (one learner, that many collector processes,
-    an evaluator process with `evaluator`); `ray_address` names a cluster (default: a local Ray)."""
+    `async_mode`: collection and evaluation overlap training. An off-policy entry (DQN, SAC,
+    TD3) then collects in one child process and evaluates in another, beside the learner in
+    this one (a local distributed run, no Ray needed: one Python process cannot overlap them,
+    as small torch models keep the GIL busy); an on-policy entry runs its middleware in threads.
+    `collectors` > 0: a distributed run (one learner, that many collector processes, an
+    evaluator process with `evaluator`) on Ray (`backend="ray"`, the default; `ray_address`
+    names a cluster, default a local Ray) or in child processes (`backend="local"`)."""
     from ._parallel import check_distributed
     from ._run import new_run_dir
 
@@ -161,9 +167,13 @@ def train(name: str, seed: int = 0, overrides: Iterable[str] = (), run_dir: Opti
     user: Dict[str, Any] = {"seed": seed, "async_mode": async_mode, "progress": progress}
     if max_env_step is not None:
         user["max_env_step"] = max_env_step
-    check_distributed(name, entry.resolve(user), collectors)
+    base = entry.resolve(user)
+    check_distributed(name, base, collectors)
     if collectors:
-        user["parallel"] = {"collectors": collectors, "evaluator": evaluator}
+        user["parallel"] = {"collectors": collectors, "evaluator": evaluator,
+                            "backend": backend or "ray"}
+    elif async_mode and "parallel" in base:
+        user["parallel"] = {"collectors": 1, "evaluator": True, "backend": backend or "local"}
     cfg = entry.resolve(user, overrides)
     check_distributed(name, cfg, cfg.get("parallel", {}).get("collectors", 0))
     cfg.run_dir = run_dir or new_run_dir(name, runs_root)
@@ -174,7 +184,7 @@ def train(name: str, seed: int = 0, overrides: Iterable[str] = (), run_dir: Opti
 def resume(run_dir: str, name: Optional[str] = None, overrides: Iterable[str] = (),
            max_env_step: Optional[int] = None, progress: bool = True,
            collectors: Optional[int] = None, evaluator: Optional[bool] = None,
-           ray_address: Optional[str] = None) -> Dict[str, Any]:
+           ray_address: Optional[str] = None, backend: Optional[str] = None) -> Dict[str, Any]:
     """Continue the run in `run_dir` from its newest resumable checkpoint (`rlpipe train
     --resume RUN_DIR`): weights, optimiser, counters, exploration, RNGs, envs and buffer.
     A distributed run resumes with its collectors unless `collectors` says otherwise."""
@@ -195,13 +205,15 @@ def resume(run_dir: str, name: Optional[str] = None, overrides: Iterable[str] = 
     user: Dict[str, Any] = {"progress": progress}
     if max_env_step is not None:
         user["max_env_step"] = max_env_step
-    if collectors is not None or evaluator is not None:
+    if collectors is not None or evaluator is not None or backend is not None:
         check_distributed(trained, entry.resolve(plain), collectors or 0)
         recorded = plain.get("parallel", {})
         user["parallel"] = {"collectors": recorded.get("collectors", 0) if collectors is None
                             else collectors,
                             "evaluator": recorded.get("evaluator", False) if evaluator is None
-                            else evaluator}
+                            else evaluator,
+                            "backend": recorded.get("backend", "ray") if backend is None
+                            else backend}
     cfg = entry.resolve({**plain, **user}, overrides)
     check_distributed(trained, cfg, cfg.get("parallel", {}).get("collectors", 0))
     cfg.run_dir = run_dir

@@ -26,6 +26,8 @@ from typing import Any, Dict, Optional
 import numpy as np
 import torch
 
+from rlpipe.engine import Role, current_task
+
 log = logging.getLogger(__name__)
 KEEP_STATES = 4
 
@@ -61,7 +63,11 @@ class RunState:
         name = f"state_{ctx.total_step}"
         exact = True
         envs: Dict[str, Any] = {"collector_obs": self.collector.get_state()}
-        for key, env in (("collector", self.collector_env), ("evaluator", self.evaluator_env)):
+        for key, env, role in (("collector", self.collector_env, Role.COLLECTOR),
+                               ("evaluator", self.evaluator_env, Role.EVALUATOR)):
+            if not current_task().serves(role):  # another process of a distributed run runs it
+                exact = False
+                continue
             try:
                 envs[key] = env.get_state()
             except NotImplementedError:
@@ -99,8 +105,9 @@ class RunState:
             if key in envs:
                 env.set_state(envs[key])
             else:
-                log.warning("resume: the %s envs could not be saved (async mode); they restart "
-                            "from fresh episodes, so this resume is not exact", key)
+                log.warning("resume: the %s envs were not saved (subprocess envs, or another "
+                            "process of a distributed run ran them); they restart from fresh "
+                            "episodes, so this resume is not exact", key)
         if resume.get("buffer"):
             self.buffer.load(folder / "buffer.npz")
         set_rng_state(resume["rng"])
