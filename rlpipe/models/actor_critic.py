@@ -132,6 +132,14 @@ class ActorCritic(nn.Module):
             obs = self.obs_norm(obs)
         return self._dist(self.actor_encoder(obs))
 
+    def mode(self, obs: torch.Tensor) -> torch.Tensor:
+        """The most likely action, without building the distribution (greedy evaluation): the
+        argmax of the logits (discrete, [B]) or the Gaussian's mean ([B, action dims])."""
+        if self.obs_norm is not None:
+            obs = self.obs_norm(obs)
+        out = self.action_head(self.actor_encoder(obs))
+        return out.argmax(-1) if self.discrete else out
+
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """The state value V(obs), shape [B]."""
         if self.obs_norm is not None:

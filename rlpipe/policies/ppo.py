@@ -189,9 +189,7 @@ class PPOPolicy(Policy):
     def _forward_eval(self, obs: Any) -> Dict[str, np.ndarray]:
         obs_t = torch.as_tensor(np.asarray(obs), device=self.device)
         with self._lock, torch.inference_mode():
-            dist = self.model.dist(obs_t)
-            mode = dist.logits.argmax(-1) if self.discrete else dist.base_dist.loc
-        action = mode.cpu().numpy()
+            action = self.model.mode(obs_t).cpu().numpy()
         if self.discrete:
             return {"action": action + self.action_offset}
         return {"action": np.clip(action, self._low, self._high)}
