@@ -18,10 +18,11 @@ import time
 from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from ._hub import Hub
+from ._local import ProcessFailedError
 from ._roles import Role
 
-__all__ = ["Hub", "LearnerDiedError", "Link", "RayNotInstalledError", "Update", "launch",
-           "link", "local_links", "require_ray"]
+__all__ = ["Hub", "LearnerDiedError", "Link", "ProcessFailedError", "RayNotInstalledError",
+           "Update", "launch", "link", "local_links", "require_ray"]
 
 log = logging.getLogger(__name__)
 INSTALL_HINT = 'pip install "rlpipe[ray]"'

@@ -17,7 +17,9 @@ def count_items(n_items):
         return None
     got = []
     while len(got) < n_items * link.collectors:
-        got.extend(link.pop("numbers", None, 30.0))
+        items = link.pop("numbers", None, 30.0)
+        assert items, "nothing came: the run finished or 30 s passed"
+        got.extend(items)
     return {"got": sorted(got), "roles": sorted(r.value for r in task.roles),
             "counters": link.state()["counters"], "pid": os.getpid()}
 
@@ -42,7 +44,9 @@ def collector_dies_once(_):
         return None
     seen = []
     while (0, 1) not in seen:
-        seen.extend(link.pop("hello", None, 30.0))
+        items = link.pop("hello", None, 30.0)
+        assert items, "nothing came: the run finished or 30 s passed"
+        seen.extend(items)
     return {"seen": seen, "state": link.state()}
 
 
@@ -53,5 +57,7 @@ def report_niceness(_):
         return None
     got = []
     while len(got) < link.collectors + int(link.evaluator):
-        got.extend(link.pop("nice", None, 30.0))
+        items = link.pop("nice", None, 30.0)
+        assert items, "nothing came: the run finished or 30 s passed"
+        got.extend(items)
     return {"learner": os.nice(0), **dict(got)}

@@ -5,7 +5,7 @@ import os
 import pytest
 
 from rlpipe.engine import parallel, task
-from rlpipe.engine._local import ProcessFailedError
+from rlpipe.engine.parallel import ProcessFailedError
 
 from . import local_mains
 
