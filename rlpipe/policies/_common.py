@@ -1,7 +1,7 @@
 """Small pieces shared by policies: devices, target-network updates, state snapshots."""
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Any, Dict, List, Mapping
 
 import torch
 from torch import nn
@@ -46,3 +46,21 @@ def adam(params: List[torch.Tensor], lr: float, device: torch.device,
     """Adam over `params`; the fused kernel where torch has one for `device` (on the CPU it takes
     about a third of the time of the per-tensor loop, which matters for small networks)."""
     return torch.optim.Adam(params, lr=lr, eps=eps, fused=device.type in ("cpu", "cuda"))
+
+
+def check_td_batch(batch: Mapping[str, Any], algo: str) -> None:
+    """Raise `KeyError` naming what a one-step TD learn batch lacks (obs, action, reward,
+    next_obs, and terminated or an n-step discount)."""
+    missing = [k for k in ("obs", "action", "reward", "next_obs") if k not in batch]
+    if "discount" not in batch and "terminated" not in batch:
+        missing.append("terminated (or discount)")
+    if missing:
+        raise KeyError(f"{algo} learn batch lacks {missing}; it has {sorted(batch)}.")
+
+
+def td_discount(b: Mapping[str, torch.Tensor], gamma: float) -> torch.Tensor:
+    """The bootstrap weight of each row: the batch's "discount" (n-step: gamma**m, 0 after a
+    termination) or gamma · (1 − terminated). Truncation does not stop the bootstrap."""
+    if "discount" in b:
+        return b["discount"].float()
+    return gamma * (1.0 - b["terminated"].float())

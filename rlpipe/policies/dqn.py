@@ -30,7 +30,8 @@ from easydict import EasyDict
 from rlpipe.data import to_torch
 from rlpipe.models import ObservationShapeError, QNetwork
 
-from ._common import adam, clone_state, hard_update, resolve_device, soft_update
+from ._common import (adam, check_td_batch, clone_state, hard_update, resolve_device, soft_update,
+                      td_discount)
 from .base import Policy
 
 __all__ = ["DQNPolicy"]
@@ -153,11 +154,7 @@ class DQNPolicy(Policy):
     # --- learn: one gradient step on a batch -----------------------------------------------------
     def _forward_learn(self, batch: Mapping[str, Any]) -> Dict[str, Any]:
         c = self.cfg.learn
-        missing = [k for k in ("obs", "action", "reward", "next_obs") if k not in batch]
-        if "discount" not in batch and "terminated" not in batch:
-            missing.append("terminated (or discount)")
-        if missing:
-            raise KeyError(f"DQN learn batch lacks {missing}; it has {sorted(batch)}.")
+        check_td_batch(batch, "DQN")
         if c.nstep > 1 and "discount" not in batch:
             raise KeyError(f"policy.learn.nstep={c.nstep} but the batch has no 'discount' key; "
                            "feed n-step transitions (rlpipe.data.NStepAccumulator) or set nstep=1.")
@@ -171,10 +168,7 @@ class DQNPolicy(Policy):
             else:
                 next_action = next_q_target.argmax(dim=1, keepdim=True)
             next_value = next_q_target.gather(1, next_action).squeeze(1)
-            if "discount" in b:
-                discount = b["discount"].float()
-            else:  # only termination stops the bootstrap; truncation does not
-                discount = c.gamma * (1.0 - b["terminated"].float())
+            discount = td_discount(b, c.gamma)
             td_target = b["reward"].float() + discount * next_value
 
         q = self.online(b["obs"]).gather(1, action).squeeze(1)

@@ -34,7 +34,8 @@ from easydict import EasyDict
 from rlpipe.data import to_torch
 from rlpipe.models import DeterministicActor, TwinQCritic
 
-from ._common import adam, clone_state, hard_update, resolve_device
+from ._common import (adam, check_td_batch, clone_state, hard_update, resolve_device,
+                      td_discount)
 from ._continuous import (CONTINUOUS_HINT, BoxActions, grad_step, make_generator, polyak,
                           reject_collect_kwargs, set_requires_grad)
 from .base import Policy
@@ -174,19 +175,12 @@ class TD3Policy(Policy):
     def _td_target(self, b: Mapping[str, torch.Tensor]) -> torch.Tensor:
         """y = r + discount · min_i Q_target_i(s', a'),  a' smoothed target action."""
         next_q = torch.min(*self.critic_target(b["next_obs"], self._target_action(b["next_obs"])))
-        if "discount" in b:
-            discount = b["discount"].float()
-        else:  # only termination stops the bootstrap; truncation does not
-            discount = self.cfg.learn.gamma * (1.0 - b["terminated"].float())
+        discount = td_discount(b, self.cfg.learn.gamma)
         return b["reward"].float() + discount * next_q
 
     def _forward_learn(self, batch: Mapping[str, Any]) -> Dict[str, Any]:
         c = self.cfg.learn
-        missing = [k for k in ("obs", "action", "reward", "next_obs") if k not in batch]
-        if "discount" not in batch and "terminated" not in batch:
-            missing.append("terminated (or discount)")
-        if missing:
-            raise KeyError(f"TD3 learn batch lacks {missing}; it has {sorted(batch)}.")
+        check_td_batch(batch, "TD3")
         b = to_torch({k: batch[k] for k in _LEARN_KEYS if k in batch}, self.device)
         action = self.box.to_unit(b["action"])
 
