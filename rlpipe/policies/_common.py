@@ -1,7 +1,8 @@
 """Small pieces shared by policies: devices, target-network updates, state snapshots."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping
+import math
+from typing import Any, Dict, List, Mapping, Optional
 
 import torch
 from torch import nn
@@ -64,3 +65,15 @@ def td_discount(b: Mapping[str, torch.Tensor], gamma: float) -> torch.Tensor:
     if "discount" in b:
         return b["discount"].float()
     return gamma * (1.0 - b["terminated"].float())
+
+
+def grad_step(optimizer: torch.optim.Optimizer, loss: torch.Tensor, params: List[torch.Tensor],
+              max_norm: Optional[float], norm: bool = False) -> Optional[torch.Tensor]:
+    """Backpropagate `loss` and, when `max_norm` is set, clip the gradient norm of `params`.
+    With `norm`, return the (pre-clipping) gradient norm, computed also when nothing is clipped.
+    The caller runs ``optimizer.step()`` (under its weight lock)."""
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if max_norm is None and not norm:
+        return None
+    return torch.nn.utils.clip_grad_norm_(params, math.inf if max_norm is None else max_norm)

@@ -64,16 +64,6 @@ def make_generator(device: torch.device, seed: int | None) -> torch.Generator:
 
 
 
-def grad_step(optimizer: torch.optim.Optimizer, loss: torch.Tensor, params: List[torch.Tensor],
-              max_norm: float | None) -> None:
-    """Backpropagate `loss` and, when `max_norm` is set, clip the gradient norm of `params`.
-    The caller runs ``optimizer.step()`` (under its weight lock)."""
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    if max_norm is not None:
-        torch.nn.utils.clip_grad_norm_(params, max_norm)
-
-
 @torch.no_grad()
 def polyak(target: List[torch.Tensor], source: List[torch.Tensor], tau: float) -> None:
     """target ← tau · source + (1 − tau) · target, over two parameter lists at once."""

@@ -17,7 +17,6 @@ Truncation (time limit) does not stop the bootstrap: next_obs is then the true f
 from __future__ import annotations
 
 import copy
-import math
 import threading
 from typing import Any, Dict, Mapping
 
@@ -30,8 +29,8 @@ from easydict import EasyDict
 from rlpipe.data import to_torch
 from rlpipe.models import ObservationShapeError, QNetwork
 
-from ._common import (adam, check_td_batch, clone_state, hard_update, resolve_device, soft_update,
-                      td_discount)
+from ._common import (adam, check_td_batch, clone_state, grad_step, hard_update, resolve_device,
+                      soft_update, td_discount)
 from .base import Policy
 
 __all__ = ["DQNPolicy"]
@@ -179,10 +178,7 @@ class DQNPolicy(Policy):
         weight = b.get("weight")  # prioritised replay: importance-sampling weights
         loss = (elementwise * weight.float()).mean() if weight is not None else elementwise.mean()
 
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        max_norm = c.grad_clip if c.grad_clip is not None else math.inf
-        grad_norm = torch.nn.utils.clip_grad_norm_(self._params, max_norm)
+        grad_norm = grad_step(self.optimizer, loss, self._params, c.grad_clip, norm=True)
         with self._lock:
             self.optimizer.step()
             self.train_iter += 1

@@ -20,7 +20,6 @@ set, the epochs stop early once an epoch's mean approx-KL exceeds it.
 from __future__ import annotations
 
 import copy
-import math
 import threading
 from typing import Any, Dict, Mapping
 
@@ -33,7 +32,7 @@ from torch import nn
 from rlpipe.data import to_torch
 from rlpipe.models import ActorCritic
 
-from ._common import adam, clone_state, hard_update, resolve_device
+from ._common import adam, clone_state, grad_step, hard_update, resolve_device
 from .base import Policy, _CollectFace
 
 __all__ = ["PPOPolicy"]
@@ -260,10 +259,7 @@ class PPOPolicy(Policy):
         entropy = dist.entropy().mean()
         loss = policy_loss + c.value_coef * value_loss - c.entropy_coef * entropy
 
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        max_norm = c.grad_clip if c.grad_clip is not None else math.inf
-        grad_norm = torch.nn.utils.clip_grad_norm_(self._params, max_norm)
+        grad_norm = grad_step(self.optimizer, loss, self._params, c.grad_clip, norm=True)
         with self._lock:
             self.optimizer.step()
             self.train_iter += 1

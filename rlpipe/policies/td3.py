@@ -34,9 +34,9 @@ from easydict import EasyDict
 from rlpipe.data import to_torch
 from rlpipe.models import DeterministicActor, TwinQCritic
 
-from ._common import (adam, check_td_batch, clone_state, hard_update, resolve_device,
-                      td_discount)
-from ._continuous import (CONTINUOUS_HINT, BoxActions, grad_step, make_generator, polyak,
+from ._common import (adam, check_td_batch, clone_state, grad_step, hard_update,
+                      resolve_device, td_discount)
+from ._continuous import (CONTINUOUS_HINT, BoxActions, make_generator, polyak,
                           reject_collect_kwargs, set_requires_grad)
 from .base import Policy
 
