@@ -58,8 +58,13 @@ class RecoveringEnv(gym.Wrapper):
         self._restarts = 0
         self._consecutive_failures = 0
         self._dump_file: IO[str] | None = None
+        space = self.env.action_space
+        # async mode sends Discrete actions as Python ints: back to the space's NumPy type here
+        self._int_type = space.dtype.type if isinstance(space, gym.spaces.Discrete) else None
 
     def step(self, action: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
+        if type(action) is int and self._int_type is not None:
+            action = self._int_type(action)
         try:
             out = self.env.step(action)
         except Exception:
