@@ -125,7 +125,7 @@ class LoopBackend:
             next_obs = copy_batch(obs)
             set_rows(next_obs, rows, finals)
         failures = failures_from_info(infos, n)[0] if FAILURE_KEY in infos else []
-        return Outcome(
+        return (
             obs, next_obs, np.array(rewards, dtype=np.float32),
             np.array(terminated, dtype=np.bool_), np.array(truncated, dtype=np.bool_),
             rows, invalid, failures, infos,

@@ -138,7 +138,8 @@ class EnvManager:
             raise
         self._ep_return = np.zeros(n_envs, dtype=np.float64)  # return so far, per sub-env
         self._t = 0  # steps taken by this manager
-        self._ep_start = np.zeros(n_envs, dtype=np.int64)  # value of _t when each episode began
+        # value of _t when each episode began (a list: a few rows are read and set faster in Python)
+        self._ep_start: list[int] = [0] * n_envs
         self._needs_reset = True
         self._reset_count = 0
         self._all_valid = np.ones(n_envs, dtype=np.bool_)
@@ -165,7 +166,7 @@ class EnvManager:
         obs, failures = self._backend.reset(seed)
         self._reset_count += 1
         self._ep_return[:] = 0.0
-        self._ep_start[:] = self._t
+        self._ep_start = [self._t] * self.n_envs
         self._needs_reset = False
         self._record(failures)
         return obs
@@ -183,19 +184,21 @@ class EnvManager:
         self._t = t = self._t + 1
         episodes = []
         if rows.size:
-            ep_start = self._ep_start
-            returns, starts = ep_return[rows], ep_start[rows]
-            episodes = [
-                {"env_id": i, "return": r, "length": t - s}
-                for i, r, s in zip(rows.tolist(), returns.tolist(), starts.tolist())
-            ]
+            ended, returns = rows.tolist(), ep_return[rows].tolist()
             ep_return[rows] = 0.0
-            ep_start[rows] = t
+            ep_start = self._ep_start
+            episodes = [
+                {"env_id": i, "return": r, "length": t - ep_start[i]}
+                for i, r in zip(ended, returns)
+            ]
+            for i in ended:
+                ep_start[i] = t
         valid = self._all_valid
         if invalid is not None:
             valid = ~invalid
             ep_return[invalid] = 0.0
-            self._ep_start[invalid] = t
+            for i in invalid.nonzero()[0].tolist():
+                self._ep_start[i] = t
         if failures:
             self._record(failures)
         return StepResult(obs, next_obs, reward, terminated, truncated, valid, episodes, infos)
@@ -252,6 +255,7 @@ class EnvManager:
         self.action_space = manager.pop("action_space")
         for name, value in manager.items():
             setattr(self, name, value)
+        self._ep_start = [int(s) for s in self._ep_start]  # states written before it was a list
 
     def close(self) -> None:
         """Close every sub-env and worker process. Safe to call more than once."""

@@ -23,6 +23,7 @@ import numpy as np
 from gymnasium.error import DependencyNotInstalled
 from gymnasium.vector import AutoresetMode, VectorEnv
 
+from rlpipe.envs._actions import ActionCheck
 from rlpipe.envs._errors import EnvFailureError, MissingDependencyError
 from rlpipe.envs._obs import BatchObs, copy_batch, equal_rows, to_batch
 from rlpipe.envs._outcome import Failure, Outcome, Rebuilding, same_step_outcome
@@ -34,21 +35,43 @@ from rlpipe.envs._registry import EnvSource, install_hint
 PartialReset = Callable[[VectorEnv, np.ndarray, BatchObs], BatchObs]
 
 
-def _cartpole_partial_reset(env: VectorEnv, done_rows: np.ndarray, last_obs: BatchObs) -> BatchObs:
-    # Exactly what CartPoleVectorEnv.step does to its `prev_done` sub-envs at the start of the
-    # next step (same draws from the same generator), done now instead. Integer rows, not the
-    # boolean mask: fancy indexing by a few indices is the cheaper of the two here.
-    core: Any = env.unwrapped
-    state = core.state
-    state[:, done_rows] = core.np_random.uniform(
-        low=core.low, high=core.high, size=(4, done_rows.size)
-    )
-    core.steps[done_rows] = 0
-    # the env rebinds prev_done on every step and only reads it, so a shared all-False array will do
-    core.prev_done = _no_done(core.num_envs)
-    return state.T.astype(np.float32)
+class CartPoleStarts:
+    """CartPole's partial reset: finished sub-envs get their next start state right away.
+
+    What ``CartPoleVectorEnv.step`` does to its ``prev_done`` sub-envs at the start of the next
+    step, done now instead, with start states drawn from the env's own generator and bounds
+    (``low``/``high``) ahead of time, :data:`BLOCK` at a time: the k-th sub-env reset takes the
+    k-th row of 4 draws, so a single env gets exactly the start states of ``CartPoleEnv``'s
+    resets. ``clear()`` drops the rows not yet used (after ``reset()``, which may reseed).
+    """
+
+    BLOCK = 256
+
+    def __init__(self) -> None:
+        self._starts = np.empty((0, 4))
+        self._next = 0
+
+    def clear(self) -> None:
+        self._starts = np.empty((0, 4))
+        self._next = 0
+
+    def __call__(self, env: VectorEnv, done_rows: np.ndarray, last_obs: BatchObs) -> BatchObs:
+        core: Any = env.unwrapped
+        i, k = self._next, done_rows.size
+        if i + k > len(self._starts):
+            fresh = core.np_random.uniform(low=core.low, high=core.high, size=(self.BLOCK + k, 4))
+            self._starts = np.concatenate([self._starts[i:], fresh])
+            i = 0
+        self._next = i + k
+        rows_state = core.state.T  # (n_envs, 4), a view
+        rows_state[done_rows] = self._starts[i:i + k]
+        core.steps[done_rows] = 0
+        # the env rebinds prev_done on every step and only reads it: a shared all-False one will do
+        core.prev_done = _no_done(core.num_envs)
+        return rows_state.astype(np.float32)
 
 
+_FLOAT32 = np.dtype(np.float32)
 _NO_DONE: dict[int, np.ndarray] = {}
 
 
@@ -75,10 +98,10 @@ def _masked_reset(env: VectorEnv, done_rows: np.ndarray, last_obs: BatchObs) -> 
     return obs
 
 
-def _known_partial_resets() -> dict[type, PartialReset]:
+def _known_partial_resets() -> dict[type, Callable[[], PartialReset]]:
     from gymnasium.envs.classic_control.cartpole import CartPoleVectorEnv
 
-    return {CartPoleVectorEnv: _cartpole_partial_reset}
+    return {CartPoleVectorEnv: CartPoleStarts}
 
 
 def autoreset_of(env_or_cls: Any) -> AutoresetMode:
@@ -95,7 +118,7 @@ def partial_reset_for(env: VectorEnv) -> tuple[PartialReset | None, bool]:
     if autoreset_of(env) == AutoresetMode.SAME_STEP:
         return None, False
     known = _known_partial_resets().get(type(env.unwrapped))
-    return (known, True) if known is not None else (_masked_reset, False)
+    return (known(), True) if known is not None else (_masked_reset, False)
 
 
 def native_is_known_good(gym_id: str) -> bool:
@@ -136,9 +159,12 @@ class NativeBackend(Rebuilding):
         except DependencyNotInstalled as exc:
             raise MissingDependencyError(install_hint(self._source, exc)) from exc
         self._partial, self._fresh = partial_reset_for(vec)
+        self._check_actions = ActionCheck(vec.action_space, self.n_envs)
         return vec
 
     def reset(self, seed: int | None) -> tuple[BatchObs, list[Failure]]:
+        if isinstance(self._partial, CartPoleStarts):
+            self._partial.clear()  # start states drawn before a reseed would not follow the seed
         try:
             obs, _ = self._vec.reset(seed=seed)
         except Exception:  # noqa: BLE001 - the env raised: rebuild it
@@ -149,11 +175,7 @@ class NativeBackend(Rebuilding):
         return copy_batch(to_batch(obs)), []
 
     def step(self, actions: Any) -> Outcome:
-        if len(actions) != self.n_envs:  # a caller's mistake, not an env failure
-            raise ValueError(
-                f"EnvManager.step: expected {self.n_envs} actions (one per sub-env), "
-                f"got {len(actions)}"
-            )
+        actions = self._check_actions(actions)  # a bad action is the caller's mistake: ValueError
         try:
             obs, reward, terminated, truncated, infos = self._vec.step(actions)
             if not self._fresh:
@@ -167,10 +189,9 @@ class NativeBackend(Rebuilding):
                 next_obs = obs
                 if done_rows.size:  # reset those sub-envs now: no pseudo-step comes next
                     obs = self._partial(self._vec, done_rows, next_obs)
-                if reward.dtype != np.float32:
+                if reward.dtype is not _FLOAT32:
                     reward = reward.astype(np.float32)
-                out = Outcome(obs, next_obs, reward, terminated, truncated, done_rows, None, [],
-                              infos)
+                out = (obs, next_obs, reward, terminated, truncated, done_rows, None, [], infos)
         except EnvFailureError:
             raise
         except Exception:  # noqa: BLE001 - the env raised: rebuild it

@@ -1,6 +1,6 @@
 """The step contract every backend returns, and the whole-vector recovery they share.
 
-A backend's ``step`` returns an :class:`Outcome` with SAME_STEP semantics (``obs`` is what to act
+A backend's ``step`` returns an ``Outcome`` tuple with SAME_STEP semantics (``obs`` is what to act
 from next, ``next_obs`` holds the true final observation of finished episodes) and lists the
 failures it recovered from; the manager does the bookkeeping common to all backends:
 
@@ -12,7 +12,7 @@ failures it recovered from; the manager does the bookkeeping common to all backe
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -27,6 +27,7 @@ from rlpipe.envs._recovery import (
 )
 
 NO_ROWS = np.zeros(0, dtype=np.int64)
+NO_ROWS.flags.writeable = False
 FAILURE_MASK_KEY = "_" + FAILURE_KEY  # gymnasium's per-env mask for an info key
 
 
@@ -43,18 +44,16 @@ class Failure:
 NO_FAILURES: tuple[list[Failure], None] = ([], None)
 
 
-class Outcome(NamedTuple):
-    """One normalised vector step (a tuple: this is built on every step)."""
-
-    obs: BatchObs
-    next_obs: BatchObs
-    reward: np.ndarray  # float32
-    terminated: np.ndarray
-    truncated: np.ndarray
-    done_rows: np.ndarray  # indices of rows whose episode ended (terminated or truncated)
-    invalid: np.ndarray | None  # bool mask of rows that are not real transitions, or None
-    failures: list[Failure]
-    infos: dict[str, Any]
+# One normalised vector step, as a plain tuple in this order (a NamedTuple's constructor, run on
+# every step, cost 2% of a 64-env native CartPole step):
+#   obs, next_obs, reward (float32), terminated, truncated,
+#   done_rows: indices of the rows whose episode ended (terminated or truncated),
+#   invalid: bool mask of the rows that are not real transitions, or None,
+#   failures: the failures recovered from in this step, infos: the vector env's info dict.
+Outcome = tuple[
+    BatchObs, BatchObs, np.ndarray, np.ndarray, np.ndarray, np.ndarray, "np.ndarray | None",
+    "list[Failure]", "dict[str, Any]",
+]
 
 
 def same_step_outcome(
@@ -67,7 +66,7 @@ def same_step_outcome(
         next_obs = copy_batch(obs)
         set_rows(next_obs, done_rows, infos["final_obs"][done_rows])
     failures, invalid = failures_from_info(infos, n) if FAILURE_MASK_KEY in infos else NO_FAILURES
-    return Outcome(
+    return (
         obs, next_obs, reward.astype(np.float32), terminated, truncated, done_rows, invalid,
         failures, infos,
     )
@@ -119,7 +118,7 @@ class Rebuilding:
         obs, more = self._rebuild_and_reset()
         n = self.n_envs
         zeros = np.zeros(n, dtype=np.bool_)
-        return Outcome(
+        return (
             obs, obs, np.zeros(n, dtype=np.float32), zeros, zeros.copy(), NO_ROWS,
             np.ones(n, dtype=np.bool_), [failure, *more], {},
         )

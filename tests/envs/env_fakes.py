@@ -117,3 +117,24 @@ class NestedObsEnv(gym.Env):
         vec = np.array([self.t, *self.last_action], dtype=np.float32)
         inner = {"img": np.full((2, 2), self.t, dtype=np.uint8), "pos": self.t}
         return {"vec": vec, "inner": inner} if self.kind == "dict" else (vec, inner)
+
+
+class ActionEchoEnv(gym.Env):
+    """Reports the action it received (its type, dtype and value) in ``info["got"]``."""
+
+    metadata: dict[str, Any] = {"render_modes": []}
+
+    def __init__(self, continuous: bool = False) -> None:
+        self.observation_space = spaces.Box(-np.inf, np.inf, (1,), np.float32)
+        self.action_space = (
+            spaces.Box(-1.0, 1.0, (2,), np.float32) if continuous else spaces.Discrete(3)
+        )
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        return np.zeros(1, dtype=np.float32), {}
+
+    def step(self, action: Any):
+        dtype = getattr(action, "dtype", None)
+        got = f"{type(action).__name__}:{dtype}:{np.asarray(action).tolist()}"
+        return np.zeros(1, dtype=np.float32), 0.0, False, False, {"got": got}

@@ -6,6 +6,7 @@ import pytest
 from tests.envs.env_fakes import CountingEnv
 
 from rlpipe.envs import EnvManager
+from rlpipe.envs._native import CartPoleStarts
 
 MODES = ["sync", "async", "native"]
 THETA_LIMIT = 12 * 2 * np.pi / 360
@@ -42,8 +43,11 @@ def test_final_obs_matches_single_env_reference(mode):
         assert ended >= 3
 
 
-def test_native_single_env_matches_single_env_reference():
-    seed, actions = 3, random_actions(150, 1)
+@pytest.mark.parametrize("block", [None, 3])  # None: the default; 3: start states drawn 3 at a time
+def test_native_single_env_matches_single_env_reference(monkeypatch, block):
+    if block is not None:
+        monkeypatch.setattr(CartPoleStarts, "BLOCK", block)
+    seed, actions = 3, random_actions(300, 1)
     with EnvManager("CartPole-v1", n_envs=1, seed=seed, mode="native") as m:
         first, results = rollout(m, actions)
     ref = gym.make("CartPole-v1")
@@ -158,3 +162,16 @@ def test_seed_also_seeds_the_action_spaces():
     (a, single_a), (b, single_b) = samples(), samples()
     np.testing.assert_array_equal(a, b)
     assert single_a == single_b
+
+
+def test_native_reset_with_a_seed_restarts_the_stream_of_that_seed():
+    actions = random_actions(200, 8)
+    with EnvManager("CartPole-v1", n_envs=8, seed=0, mode="native") as m:
+        m.reset()
+        for a in actions:  # draws start states ahead, which reset(seed=...) must drop
+            m.step(a)
+        again = [m.reset(seed=5)] + [m.step(a).obs for a in actions]
+    with EnvManager("CartPole-v1", n_envs=8, seed=5, mode="native") as fresh:
+        first = [fresh.reset()] + [fresh.step(a).obs for a in actions]
+    for a, b in zip(again, first):
+        np.testing.assert_array_equal(a, b)
