@@ -5,10 +5,11 @@ of failing the env's own ``assert action_space.contains(action)`` inside ``step(
 recovery would take for an env crash and answer with a rebuild.
 
 The common case, integer actions for a ``MultiDiscrete`` batch space whose sub-spaces are all
-``Discrete(n)`` (any discrete env, vectorised), is checked with two reductions: ≈ 3 µs for 64
-envs against ≈ 9 µs for ``MultiDiscrete.contains``, with the same answer. The env would then
+``Discrete(n)`` (any discrete env, vectorised), is checked with Python's min/max over a short
+list or one bitwise-OR reduction (≈ 0.7-1.3 µs for 8-64 envs) against ≈ 9 µs for
+``MultiDiscrete.contains``, with the same answer. The env would then
 check the same array again; :class:`PrecheckedMultiDiscrete` is the env's own space object with
-one change, it answers True at once for the array that was just checked.
+one change, it answers True at once for the array that was just checked, until the step is over.
 """
 
 from __future__ import annotations
@@ -71,6 +72,11 @@ class ActionCheck:
         elif self._high is None and self._space.contains(a):
             return a
         raise ValueError(self._explain(a))
+
+    def release(self) -> None:
+        """Call once the env has stepped: the space trusts that array no more (it may change)."""
+        if self._high is not None:
+            self._space.prechecked = None  # type: ignore[attr-defined]
 
     def _in_range(self, a: np.ndarray) -> bool:
         high: int = self._high  # type: ignore[assignment]

@@ -177,7 +177,10 @@ class NativeBackend(Rebuilding):
     def step(self, actions: Any) -> Outcome:
         actions = self._check_actions(actions)  # a bad action is the caller's mistake: ValueError
         try:
-            obs, reward, terminated, truncated, infos = self._vec.step(actions)
+            try:
+                obs, reward, terminated, truncated, infos = self._vec.step(actions)
+            finally:
+                self._check_actions.release()
             if not self._fresh:
                 obs = copy_batch(to_batch(obs))
             elif not isinstance(obs, np.ndarray):

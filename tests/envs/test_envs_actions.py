@@ -39,8 +39,12 @@ def test_native_accepts_what_the_space_accepts(n_envs):
         for actions in (np.ones(n_envs, np.int32), np.zeros(n_envs, np.bool_),
                         [1] * n_envs, np.ones(n_envs, np.uint8)):
             assert m.step(actions).valid.all()
-        # the env's own space still checks any other array itself
+        # the env's own space still checks any other array itself, and a stepped one again
         space = m.batch_action_space
+        stepped = np.ones(n_envs, dtype=np.int64)
+        m.step(stepped)
+        stepped[0] = 5
+        assert not space.contains(stepped)
         assert space.contains(np.ones(n_envs, np.int64))
         assert not space.contains(np.full(n_envs, 2))
         assert space.contains(space.sample())
