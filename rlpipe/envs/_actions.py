@@ -1,8 +1,9 @@
-"""Checking a batch of actions once, before a native vector env steps with it.
+"""Checking a batch of actions once, before any sub-env steps with it.
 
 A bad action is the caller's mistake, so it raises ``ValueError`` naming what was wrong instead
 of failing the env's own ``assert action_space.contains(action)`` inside ``step()``, which the
-recovery would take for an env crash and answer with a rebuild.
+recovery would take for an env crash and answer with a restart — and in sync mode only after
+the sub-envs before it had already stepped.
 
 The common case, integer actions for a ``MultiDiscrete`` batch space whose sub-spaces are all
 ``Discrete(n)`` (any discrete env, vectorised), is checked with Python's min/max over a short
@@ -40,13 +41,17 @@ class PrecheckedMultiDiscrete(spaces.MultiDiscrete):
 class ActionCheck:
     """``check(actions)`` returns the actions as an array, or raises ``ValueError``.
 
-    ``space`` is the vector env's batched action space. Where it is a ``MultiDiscrete`` of equal
-    sizes starting at 0, the env's own space object becomes a :class:`PrecheckedMultiDiscrete`
-    (same state, same sampling) so the env does not repeat the check.
+    ``space`` is the batched action space. :attr:`fast` tells whether it is a ``MultiDiscrete``
+    of equal sizes starting at 0 (the batch of a ``Discrete`` space), checked in about a
+    microsecond; other spaces are checked with their own ``contains``. With ``trusted_by_env``
+    (a native vector env, whose step checks ``space`` again) the space object becomes a
+    :class:`PrecheckedMultiDiscrete` (same state, same sampling); call :meth:`release` after
+    each step.
     """
 
-    def __init__(self, space: spaces.Space, n_envs: int) -> None:
+    def __init__(self, space: spaces.Space, n_envs: int, trusted_by_env: bool = False) -> None:
         self._space = space
+        self._trusted = False
         self._n_envs = n_envs
         self._shape = space.shape
         self._high: int | None = None
@@ -58,7 +63,13 @@ class ActionCheck:
             and (space.nvec == space.nvec[0]).all()
         ):
             self._high = int(space.nvec[0])  # valid actions: 0 <= a < high
-            space.__class__ = PrecheckedMultiDiscrete
+            if trusted_by_env:
+                space.__class__ = PrecheckedMultiDiscrete
+                self._trusted = True
+
+    @property
+    def fast(self) -> bool:
+        return self._high is not None
 
     def __call__(self, actions: Any) -> np.ndarray:
         a = actions if type(actions) is np.ndarray else np.asarray(actions)
@@ -67,7 +78,8 @@ class ActionCheck:
             if cast_ok is None:
                 cast_ok = self._cast_ok[a.dtype] = bool(np.can_cast(a.dtype, self._space.dtype))
             if cast_ok and self._in_range(a):
-                self._space.prechecked = a  # type: ignore[attr-defined]
+                if self._trusted:
+                    self._space.prechecked = a  # type: ignore[attr-defined]
                 return a
         elif self._high is None and self._space.contains(a):
             return a
@@ -75,7 +87,7 @@ class ActionCheck:
 
     def release(self) -> None:
         """Call once the env has stepped: the space trusts that array no more (it may change)."""
-        if self._high is not None:
+        if self._trusted:
             self._space.prechecked = None  # type: ignore[attr-defined]
 
     def _in_range(self, a: np.ndarray) -> bool:

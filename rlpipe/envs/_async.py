@@ -24,6 +24,7 @@ import numpy as np
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode
 from gymnasium.vector.async_vector_env import AsyncState
 
+from rlpipe.envs._actions import ActionCheck
 from rlpipe.envs._errors import EnvFailureError
 from rlpipe.envs._obs import BatchObs, copy_batch, to_batch
 from rlpipe.envs._outcome import (
@@ -65,12 +66,15 @@ class AsyncBackend(Rebuilding):
         self._vec = self._build()
         self.single_observation_space = self._vec.single_observation_space
         self.single_action_space = self._vec.single_action_space
-        # Discrete actions travel to the workers as Python ints (pickled ≈ 3x faster than NumPy
-        # scalars) and RecoveringEnv turns them back into this dtype, so the env gets what a
-        # bare AsyncVectorEnv would give it
+        self.batch_action_space = self._vec.action_space
+        # Discrete actions are checked as a batch here (a bad one would otherwise kill a worker
+        # and rebuild them all), then travel to the workers as Python ints (pickled ≈ 3x faster
+        # than NumPy scalars): RecoveringEnv turns them back into this dtype, so the env gets
+        # what a bare AsyncVectorEnv would give it
+        check = ActionCheck(self.batch_action_space, n_envs)
+        self._check_actions = check if check.fast else None
         space = self.single_action_space
         self._int_actions = space.dtype if isinstance(space, gym.spaces.Discrete) else None
-        self.batch_action_space = self._vec.action_space
 
     def _build(self) -> AsyncVectorEnv:
         fns = [
@@ -96,17 +100,19 @@ class AsyncBackend(Rebuilding):
 
     def step(self, actions: Any) -> Outcome:
         vec = self._vec
-        if len(actions) != self.n_envs:  # a caller's mistake, not a worker failure
+        if self._check_actions is not None:
+            actions = self._check_actions(actions)
+        elif len(actions) != self.n_envs:  # a caller's mistake, not a worker failure
             raise ValueError(
                 f"EnvManager.step: expected {self.n_envs} actions (one per sub-env), "
                 f"got {len(actions)}"
             )
-        # _async_call's steps, inline: every line here runs between two IPC round trips, with
-        # the caches cold, and costs several times what it costs in a tight loop
         sent = actions
         int_dtype = self._int_actions
         if int_dtype is not None and type(actions) is np.ndarray and actions.dtype == int_dtype:
             sent = actions.tolist()
+        # _async_call's steps, inline: every line here runs between two IPC round trips, with
+        # the caches cold, and costs several times what it costs in a tight loop
         try:
             vec.step_async(sent)
         except OSError:  # BrokenPipeError & co: a worker is already gone

@@ -19,6 +19,7 @@ from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
 from rlpipe.envs._obs import BatchObs, copy_batch, set_rows, to_batch
+from rlpipe.envs._actions import ActionCheck
 from rlpipe.envs._outcome import Failure, Outcome, failures_from_info
 from rlpipe.envs._recovery import FAILURE_KEY, SubEnvFactory
 from rlpipe.envs._registry import EnvSource
@@ -55,6 +56,9 @@ class LoopBackend:
                     f"{self.single_action_space}; every sub-env must have the same spaces"
                 )
         self.batch_action_space = batch_space(self.single_action_space, n_envs)
+        # Discrete actions are checked as a batch before any sub-env steps; others by each env
+        check = ActionCheck(self.batch_action_space, n_envs)
+        self._check_actions = check if check.fast else None
         obs_space = self.single_observation_space
         self._flat_obs = isinstance(obs_space, spaces.Box)
         self._obs_shape = (n_envs, *obs_space.shape) if self._flat_obs else ()
@@ -79,7 +83,9 @@ class LoopBackend:
 
     def step(self, actions: Any) -> Outcome:
         n = self.n_envs
-        if not self._indexable_actions:
+        if self._check_actions is not None:
+            actions = self._check_actions(actions)
+        elif not self._indexable_actions:
             actions = list(iterate(self.batch_action_space, actions))
         elif len(actions) != n:
             raise ValueError(

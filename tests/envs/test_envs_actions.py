@@ -10,17 +10,17 @@ from rlpipe.envs._actions import ActionCheck
 from tests.envs.env_fakes import ActionEchoEnv
 
 
+BAD_ACTIONS = [
+    (lambda n: np.full(n, 2), "values in \\[2, 2\\]"),
+    (lambda n: np.r_[np.zeros(n - 1, np.int64), -1], "values in \\[-1, 0\\]"),
+    (lambda n: np.zeros(n, np.float64), "dtype float64"),
+    (lambda n: np.zeros(n + 1, np.int64), "shape \\("),
+    (lambda n: np.zeros((n, 1), np.int64), "shape \\("),
+]
+
+
 @pytest.mark.parametrize("n_envs", [8, 64])  # the short-list and the NumPy-reduction checks
-@pytest.mark.parametrize(
-    "bad, what",
-    [
-        (lambda n: np.full(n, 2), "values in \\[2, 2\\]"),
-        (lambda n: np.r_[np.zeros(n - 1, np.int64), -1], "values in \\[-1, 0\\]"),
-        (lambda n: np.zeros(n, np.float64), "dtype float64"),
-        (lambda n: np.zeros(n + 1, np.int64), "shape \\("),
-        (lambda n: np.zeros((n, 1), np.int64), "shape \\("),
-    ],
-)
+@pytest.mark.parametrize("bad, what", BAD_ACTIONS)
 def test_native_rejects_a_bad_action_as_the_callers_mistake(n_envs, bad, what):
     with EnvManager("CartPole-v1", n_envs=n_envs, seed=0, mode="native") as m:
         m.reset()
@@ -30,6 +30,23 @@ def test_native_rejects_a_bad_action_as_the_callers_mistake(n_envs, bad, what):
         assert m.restarts == 0  # not taken for an env crash
         result = m.step(np.ones(n_envs, dtype=np.int64))  # and the env still steps
         assert result.valid.all()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("bad, what", BAD_ACTIONS)
+def test_sync_and_async_reject_a_bad_discrete_action_before_any_sub_env_steps(mode, bad, what):
+    n, steps = 3, np.random.default_rng(0).integers(0, 2, size=(20, 3))
+    with EnvManager("CartPole-v1", n_envs=n, seed=0, mode=mode) as m, \
+            EnvManager("CartPole-v1", n_envs=n, seed=0, mode=mode) as reference:
+        m.reset()
+        reference.reset()
+        for i, actions in enumerate(steps):
+            if i == 5:
+                with pytest.raises(ValueError, match=f"expected {n} actions.*got .*{what}"):
+                    m.step(bad(n))
+            got, want = m.step(actions), reference.step(actions)
+            np.testing.assert_array_equal(got.obs, want.obs)  # no sub-env moved on the bad one
+        assert m.restarts == 0
 
 
 @pytest.mark.parametrize("n_envs", [8, 64])
