@@ -250,7 +250,11 @@ class EnvManager:
                 f"{loaded['mode']!r}, this manager has {self.n_envs} in mode {self.mode!r}; "
                 f"build the manager with the run's original env settings")
         self._backend.close()
-        self._backend.__dict__.update(loaded["backend"])
+        restore = getattr(self._backend, "restore", None)  # native: also states of older versions
+        if restore is not None:
+            restore(loaded["backend"])
+        else:
+            self._backend.__dict__.update(loaded["backend"])
         manager = loaded["manager"]
         self.action_space = manager.pop("action_space")
         for name, value in manager.items():

@@ -71,6 +71,12 @@ class CartPoleStarts:
         return rows_state.astype(np.float32)
 
 
+def _cartpole_partial_reset(env: VectorEnv, done_rows: np.ndarray, last_obs: BatchObs) -> BatchObs:
+    """CartPole's partial reset before :class:`CartPoleStarts`: env states saved by that version
+    name this function, and :meth:`NativeBackend.restore` replaces it with a CartPoleStarts."""
+    raise RuntimeError("a saved native env state was not restored with NativeBackend.restore()")
+
+
 _FLOAT32 = np.dtype(np.float32)
 _NO_DONE: dict[int, np.ndarray] = {}
 
@@ -159,7 +165,7 @@ class NativeBackend(Rebuilding):
         except DependencyNotInstalled as exc:
             raise MissingDependencyError(install_hint(self._source, exc)) from exc
         self._partial, self._fresh = partial_reset_for(vec)
-        self._check_actions = ActionCheck(vec.action_space, self.n_envs)
+        self._check_actions = ActionCheck(vec.action_space, self.n_envs, trusted_by_env=True)
         return vec
 
     def reset(self, seed: int | None) -> tuple[BatchObs, list[Failure]]:
@@ -204,6 +210,16 @@ class NativeBackend(Rebuilding):
             ))
         self._steps_since_rebuild += 1
         return out
+
+    def restore(self, saved: dict[str, Any]) -> None:
+        """Take over a state saved from another NativeBackend's ``__dict__`` (EnvManager.set_state),
+        also one saved before CartPoleStarts and the action check existed."""
+        self.__dict__.update(saved)
+        if self._partial is _cartpole_partial_reset:
+            self._partial = CartPoleStarts()  # same draws, taken ahead from the same generator
+        if "_check_actions" not in saved:
+            self._check_actions = ActionCheck(self._vec.action_space, self.n_envs,
+                                              trusted_by_env=True)
 
     def _rebuild_and_reset(self) -> tuple[BatchObs, list[Failure]]:
         errors = []

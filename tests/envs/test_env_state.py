@@ -34,3 +34,31 @@ def test_state_of_another_shape_is_refused():
         b.reset()
         with pytest.raises(ValueError, match="2 envs in mode 'sync'"):
             b.set_state(a.get_state())
+
+
+def test_a_native_state_saved_before_cartpole_starts_and_the_action_check_still_resumes():
+    import pickle
+
+    from rlpipe.envs import _native
+
+    actions = np.random.default_rng(1).integers(2, size=(200, 8))
+    with EnvManager("CartPole-v1", n_envs=8, seed=3, mode="native") as a:
+        a.reset()
+        for act in actions[:50]:
+            a.step(act)
+        state = pickle.loads(a.get_state())
+    # what the previous version wrote: a plain function as the partial reset, no action check
+    state["backend"]["_partial"] = _native._cartpole_partial_reset
+    del state["backend"]["_check_actions"]
+    old = pickle.dumps(state)
+    runs = []
+    for _ in range(2):
+        with EnvManager("CartPole-v1", n_envs=8, seed=99, mode="native") as b:
+            b.reset()
+            b.set_state(old)
+            runs.append([b.step(act) for act in actions[50:]])
+            with pytest.raises(ValueError, match="expected 8 actions"):
+                b.step(np.full(8, 2))
+    assert sum(len(r.episodes) for r in runs[0]) > 10  # episodes ended and restarted
+    for ra, rb in zip(*runs):  # and the resumed stream is reproducible
+        np.testing.assert_array_equal(ra.obs, rb.obs)
