@@ -183,15 +183,13 @@ class EnvManager:
         ep_return += reward
         self._t = t = self._t + 1
         episodes = []
-        if rows.size:
-            ended, returns = rows.tolist(), ep_return[rows].tolist()
-            ep_return[rows] = 0.0
+        if rows.size:  # row by row: for the few rows that end per step, faster than fancy indexing
             ep_start = self._ep_start
-            episodes = [
-                {"env_id": i, "return": r, "length": t - ep_start[i]}
-                for i, r in zip(ended, returns)
-            ]
-            for i in ended:
+            for i in rows.tolist():
+                episodes.append(
+                    {"env_id": i, "return": ep_return.item(i), "length": t - ep_start[i]}
+                )
+                ep_return[i] = 0.0
                 ep_start[i] = t
         valid = self._all_valid
         if invalid is not None:
