@@ -7,9 +7,10 @@ the whole batch after that reset), so the next step is a real transition for eve
 exception from the env rebuilds it (every row of that step invalid).
 
 gymnasium 1.4's ``CartPoleVectorEnv.reset`` ignores ``options["reset_mask"]`` (it resets every
-sub-env), so CartPole gets a dedicated partial reset that draws its reset states from the env's
-own generator exactly as its NEXT_STEP autoreset would. Other NEXT_STEP envs use
-``reset(options={"reset_mask": mask})``, and we check that the other rows were left alone.
+sub-env), so CartPole gets a dedicated partial reset (:class:`CartPoleStarts`) that draws its
+start states from the env's own generator and reset bounds, as its NEXT_STEP autoreset would.
+Other NEXT_STEP envs use ``reset(options={"reset_mask": mask})``, and we check that the other rows
+were left alone. Actions are checked before the step (``_actions``).
 """
 
 from __future__ import annotations
@@ -48,8 +49,7 @@ class CartPoleStarts:
     BLOCK = 256
 
     def __init__(self) -> None:
-        self._starts = np.empty((0, 4))
-        self._next = 0
+        self.clear()
 
     def clear(self) -> None:
         self._starts = np.empty((0, 4))
