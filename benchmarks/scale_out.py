@@ -150,7 +150,7 @@ def run() -> None:
           f"{os.cpu_count()} CPUs; best of {args.rounds} round(s) of {args.seconds:.0f} s after "
           f"{args.warmup:.0f} s warm-up; load average {load:.2f} before, "
           f"{os.getloadavg()[0]:.2f} after")
-    print(f"| pipeline | env steps/s | vs 1 collector |\n|---|---|---|")
+    print("| pipeline | env steps/s | vs 1 collector |\n|---|---|---|")
     for name in names:
         print(f"| {name} | {best[name]:.0f} | {best[name] / base:.2f}x |")
 

@@ -7,7 +7,6 @@ with `rlpipe ` is run, in order, in the same temporary directory, and must exit 
 """
 from __future__ import annotations
 
-import os
 import pathlib
 import re
 import shlex

@@ -7,7 +7,7 @@ import torch
 from rlpipe.config import ConfigTypeError
 from rlpipe.policies import (CollectMode, DQNPolicy, EvalMode, LearnMode, ObservationShapeError,
                              UnsupportedSpaceError)
-from tests.policies.policy_test_helpers import (ACT2, VEC2, VEC4, batch, linear_dqn, random_batch,
+from tests.policies.policy_test_helpers import (ACT2, VEC2, VEC4, linear_dqn, random_batch,
                                                 set_linear)
 
 

@@ -1,5 +1,4 @@
 import json
-import pathlib
 import subprocess
 import sys
 

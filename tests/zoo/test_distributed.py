@@ -9,7 +9,6 @@ import time
 
 import pytest
 
-from rlpipe.cli import main
 from rlpipe.engine import parallel
 from rlpipe.middleware import load_checkpoint
 from rlpipe.zoo import get_entry, list_entries, resume, train
