@@ -89,9 +89,7 @@ class AsyncBackend(Rebuilding):
 
     def reset(self, seed: int | list[int | None] | None) -> tuple[BatchObs, list[Failure]]:
         vec = self._vec
-        result, failure = self._async_call(
-            "reset", lambda: vec.reset_async(seed=seed), vec.reset_wait
-        )
+        result, failure = self._async_call("reset", vec.reset_async, seed, vec.reset_wait)
         if failure is not None:
             obs, more = self._rebuild_and_reset()
             return obs, [failure, *more]
@@ -111,20 +109,10 @@ class AsyncBackend(Rebuilding):
         int_dtype = self._int_actions
         if int_dtype is not None and type(actions) is np.ndarray and actions.dtype == int_dtype:
             sent = actions.tolist()
-        # _async_call's steps, inline: every line here runs between two IPC round trips, with
-        # the caches cold, and costs several times what it costs in a tight loop
-        try:
-            vec.step_async(sent)
-        except OSError:  # BrokenPipeError & co: a worker is already gone
-            return self._recover(self._crash_failure("step"))
-        try:
-            obs, reward, terminated, truncated, infos = vec.step_wait(timeout=self._timeout)
-        except multiprocessing.TimeoutError:
-            return self._recover(self._timeout_failure("step"))
-        except EnvFailureError:
-            raise  # a sub-env gave up restarting itself (its tracebacks are in the message)
-        except Exception:  # noqa: BLE001 - any worker-side error: the AsyncVectorEnv is unusable
-            return self._recover(self._crash_failure("step"))
+        result, failure = self._async_call("step", vec.step_async, sent, vec.step_wait)
+        if failure is not None:
+            return self._recover(failure)
+        obs, reward, terminated, truncated, infos = result
         self._steps_since_rebuild += 1
         # copy=False: the shared-memory buffer is reused, so take our own copy
         obs = obs.copy() if type(obs) is np.ndarray else copy_batch(to_batch(obs))
@@ -137,10 +125,11 @@ class AsyncBackend(Rebuilding):
     # -- async failures -------------------------------------------------------------------------
 
     def _async_call(
-        self, what: str, start: Callable[[], None], wait: Callable[..., Any]
+        self, what: str, start: Callable[[Any], None], arg: Any, wait: Callable[..., Any]
     ) -> tuple[Any, Failure | None]:
+        """``start(arg)`` then ``wait()``: (its result, None), or (None, the failure)."""
         try:
-            start()
+            start(arg)
         except OSError:  # BrokenPipeError & co: a worker is already gone
             return None, self._crash_failure(what)
         try:
@@ -202,9 +191,7 @@ class AsyncBackend(Rebuilding):
                 self._vec = self._build()
                 vec = self._vec
                 seeds = self._rebuild_seeds()
-                result, failure = self._async_call(
-                    "reset", lambda: vec.reset_async(seed=seeds), vec.reset_wait
-                )
+                result, failure = self._async_call("reset", vec.reset_async, seeds, vec.reset_wait)
                 if failure is not None:
                     raise EnvFailureError(f"{failure.what}\n{failure.text}")
             except Exception:  # noqa: BLE001 - collected and re-raised below

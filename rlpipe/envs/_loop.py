@@ -18,8 +18,8 @@ from gymnasium import spaces
 from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
-from rlpipe.envs._obs import BatchObs, copy_batch, set_rows, to_batch
 from rlpipe.envs._actions import ActionCheck
+from rlpipe.envs._obs import BatchObs, copy_batch, set_rows, to_batch
 from rlpipe.envs._outcome import Failure, Outcome, failures_from_info
 from rlpipe.envs._recovery import FAILURE_KEY, SubEnvFactory
 from rlpipe.envs._registry import EnvSource
