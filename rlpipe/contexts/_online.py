@@ -33,9 +33,7 @@ class _CommonRLContext(Context):
     info_for_logging: Dict[str, Any] = dataclasses.field(default_factory=dict)
     """Extra scalars any middleware wants logged this iteration (name -> value)."""
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self.keep("train_iter", "last_eval_iter", "last_eval_value")
+    KEEP = ("train_iter", "last_eval_iter", "last_eval_value")
 
 
 @dataclasses.dataclass
@@ -63,9 +61,7 @@ class OnlineRLContext(_CommonRLContext):
     episode_info: Optional[List[Dict[str, float]]] = None
     """Return and length of each episode that finished in this iteration's collection."""
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self.keep("env_step", "env_episode")
+    KEEP = ("env_step", "env_episode")
 
 
 @dataclasses.dataclass
@@ -73,8 +69,6 @@ class OfflineRLContext(_CommonRLContext):
     """Context of offline RL: learn from a fixed data set, evaluate."""
 
     train_epoch: int = 0
-    """Passes over the data set completed so far (kept)."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self.keep("train_epoch")
+    """Which pass over the data set this iteration's batch belongs to, as written by the data
+    fetcher (not kept, as in seed 003's table: the fetcher owns the count and writes it each
+    iteration)."""
