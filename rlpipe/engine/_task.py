@@ -18,7 +18,7 @@ from ._names import middleware_name, set_name
 from ._profile import MiddlewareStats, Profile
 from ._roles import Role
 from ._scheduler import dependencies, run_graph
-from ._validate import validate_chain
+from ._validate import resolve_chain, validate_chain
 
 Middleware = Callable[[Any], Any]
 _Gen = types.GeneratorType
@@ -245,11 +245,12 @@ class Task:
         nodes = list(self._chain)
         if not nodes:
             raise PipelineError("the chain is empty: add middleware with task.use(fn) before task.run()")
-        validate_chain([(n.name, n.contract) for n in nodes], self.ctx)
+        entries = resolve_chain([(n.name, n.contract) for n in nodes], self.ctx)
+        validate_chain(entries, self.ctx)
         if self._ctx_used:
             self.renew()
         if self._async:
-            deps = dependencies([n.contract for n in nodes])
+            deps = dependencies([c for _, c in entries])
             iterate = lambda ctx: self._iterate_async(ctx, nodes, deps)  # noqa: E731
         else:
             iterate = lambda ctx: self._iterate_sync(ctx, nodes)  # noqa: E731

@@ -88,10 +88,10 @@ def weights_only_safe(obj: Any, where: str = "checkpoint") -> Any:
 
 
 @contract(
-    reads=("train_iter", "env_step", "eval_value", "total_step", "env_episode",
-           "last_eval_iter", "last_eval_value"),
+    reads=("train_iter", "eval_value", "total_step", "last_eval_iter", "last_eval_value"),
     writes=(),
     role=Role.LEARNER,
+    optional_reads=("env_step", "env_episode"),
 )
 class CkptSaver:
     """Save `policy` (and the run's kept counters) to `<run_dir>/ckpt/` during a run.
