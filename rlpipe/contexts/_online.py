@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Union
 
 from ._base import Context
 
@@ -50,8 +50,10 @@ class OnlineRLContext(_CommonRLContext):
     """The current batched observation of the collector envs (array or tree)."""
     action: Any = None
     """The batched actions chosen for `obs`."""
-    inference_output: Optional[Dict[str, Any]] = None
-    """Everything the collect policy returned for `obs` (action, log-prob, value ...)."""
+    inference_output: Optional[Mapping[int, Dict[str, Any]]] = None
+    """What the collect policy returned for `obs`, by env id: `inference_output[env_id]` is that
+    env's dict (action, log-prob, value ...). `inferencer` writes a view whose `.batch` holds
+    the batched arrays (see rlpipe.data.PerEnvOutput)."""
     trajectories: Optional[List] = None
     """Transitions collected this iteration, as dicts of batched arrays."""
     trajectory_end_idx: Optional[List[int]] = None
