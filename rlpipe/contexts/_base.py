@@ -32,6 +32,17 @@ def field_names(ctx_cls: type) -> FrozenSet[str]:
     return cached
 
 
+class _ClassKept:
+    """`ctx._kept` of a context that holds no kept set of its own yet: its class's `KEEP` set.
+
+    A non-data descriptor, so a set stored in the instance wins; keeps `keep()` working in a
+    subclass `__post_init__` that never called `super().__post_init__()`, at no cost to the
+    other attribute reads (a `__getattr__` would slow every one of them)."""
+
+    def __get__(self, obj: Any, owner: type) -> FrozenSet[str]:
+        return class_kept(owner)
+
+
 @dataclasses.dataclass
 class Context:
     """Messenger between middleware. Subclass it (as a dataclass) to declare fields.
@@ -44,6 +55,7 @@ class Context:
     """How many iterations (renews) this run has completed."""
 
     _private: ClassVar[Tuple[str, ...]] = ("_kept",)
+    _kept = _ClassKept()  # until keep() or renew() stores a set in the instance
     KEEP: ClassVar[Tuple[str, ...]] = ("total_step",)
     """Fields this class keeps; a subclass lists its own and inherits its parents' (the kept
     set of a fresh instance is the union over the class's MRO, whatever `__post_init__` does)."""
@@ -52,12 +64,6 @@ class Context:
         """Nothing to do here: the kept set comes from `KEEP`. A subclass may call `keep()` in
         its own `__post_init__`, with or without `super().__post_init__()`."""
 
-    def __getattr__(self, name: str) -> Any:
-        # Reached only when `name` is not in the instance: a fresh context's kept set is its
-        # class's (so keep() works in a subclass __post_init__ that never called super).
-        if name == "_kept":
-            return class_kept(type(self))
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name not in field_names(type(self)):
@@ -75,8 +81,7 @@ class Context:
     @property
     def kept(self) -> FrozenSet[str]:
         """The names of the kept fields."""
-        kept = self.__dict__.get("_kept")
-        return class_kept(type(self)) if kept is None else kept
+        return self._kept
 
     def renew(self) -> "Context":
         """A fresh instance of the same class with kept values carried and `total_step` + 1."""
