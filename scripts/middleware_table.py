@@ -85,16 +85,17 @@ def _examples_of_each_middleware(mw, cfg, env, policy, buffer_):
 def table() -> str:
     from rlpipe.engine import contract_of
 
-    rows = ["| middleware | role | reads | writes | reads after `yield` |",
-            "|---|---|---|---|---|"]
+    rows = ["| middleware | role | reads | reads if the context has them | writes | "
+            "reads after `yield` |",
+            "|---|---|---|---|---|---|"]
     for call, built in _examples().items():
         c = contract_of(built)
         if c is None:
             raise SystemExit(f"{call} has no contract: declare one with @contract")
         fmt = lambda names: ", ".join(f"`{n}`" for n in sorted(names)) or "—"
         role = c.role.value if c.role is not None else "all"
-        rows.append(f"| `{call}` | {role} | {fmt(c.reads)} | {fmt(c.writes)} | "
-                    f"{fmt(c.reads_after)} |")
+        rows.append(f"| `{call}` | {role} | {fmt(c.reads)} | {fmt(c.optional_reads)} | "
+                    f"{fmt(c.writes)} | {fmt(c.reads_after)} |")
     return "\n".join(rows)
 
 

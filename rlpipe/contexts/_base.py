@@ -32,6 +32,17 @@ def field_names(ctx_cls: type) -> FrozenSet[str]:
     return cached
 
 
+class _ClassKept:
+    """`ctx._kept` of a context that holds no kept set of its own yet: its class's `KEEP` set.
+
+    A non-data descriptor, so a set stored in the instance wins; keeps `keep()` working in a
+    subclass `__post_init__` that never called `super().__post_init__()`, at no cost to the
+    other attribute reads (a `__getattr__` would slow every one of them)."""
+
+    def __get__(self, obj: Any, owner: type) -> FrozenSet[str]:
+        return class_kept(owner)
+
+
 @dataclasses.dataclass
 class Context:
     """Messenger between middleware. Subclass it (as a dataclass) to declare fields.
@@ -44,10 +55,15 @@ class Context:
     """How many iterations (renews) this run has completed."""
 
     _private: ClassVar[Tuple[str, ...]] = ("_kept",)
+    _kept = _ClassKept()  # until keep() or renew() stores a set in the instance
+    KEEP: ClassVar[Tuple[str, ...]] = ("total_step",)
+    """Fields this class keeps; a subclass lists its own and inherits its parents' (the kept
+    set of a fresh instance is the union over the class's MRO, whatever `__post_init__` does)."""
 
     def __post_init__(self) -> None:
-        if "_kept" not in self.__dict__:
-            object.__setattr__(self, "_kept", frozenset({"total_step"}))
+        """Nothing to do here: the kept set comes from `KEEP`. A subclass may call `keep()` in
+        its own `__post_init__`, with or without `super().__post_init__()`."""
+
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name not in field_names(type(self)):
@@ -132,6 +148,24 @@ def _template(ctx_cls: type) -> "_Template | None":
         template = _Template(values, tuple(factories))
     setattr(ctx_cls, "_renew_template", template)
     return template
+
+
+def class_kept(ctx_cls: type) -> FrozenSet[str]:
+    """The fields a class keeps from the start: the union of `KEEP` over its MRO (cached)."""
+    cached = ctx_cls.__dict__.get("_class_kept_cache")
+    if cached is None:
+        names = {n for klass in ctx_cls.__mro__ for n in klass.__dict__.get("KEEP", ())}
+        declared_names = field_names(ctx_cls)
+        unknown = sorted(names - declared_names)
+        if unknown:  # a ValueError, not an AttributeError: it must not fall into __getattr__
+            raise ValueError(
+                f"{ctx_cls.__name__}.KEEP names {', '.join(repr(n) for n in unknown)}, which "
+                f"{ctx_cls.__name__} does not declare as a field. Fix: declare the field in the "
+                f"dataclass, or drop the name from KEEP. Declared fields: "
+                f"{', '.join(sorted(declared_names))}.")
+        cached = frozenset(names)
+        setattr(ctx_cls, "_class_kept_cache", cached)
+    return cached
 
 
 def declared(ctx_cls: type) -> Iterable[dataclasses.Field]:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Union
 
 from ._base import Context
 
@@ -33,9 +33,7 @@ class _CommonRLContext(Context):
     info_for_logging: Dict[str, Any] = dataclasses.field(default_factory=dict)
     """Extra scalars any middleware wants logged this iteration (name -> value)."""
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self.keep("train_iter", "last_eval_iter", "last_eval_value")
+    KEEP = ("train_iter", "last_eval_iter", "last_eval_value")
 
 
 @dataclasses.dataclass
@@ -52,8 +50,10 @@ class OnlineRLContext(_CommonRLContext):
     """The current batched observation of the collector envs (array or tree)."""
     action: Any = None
     """The batched actions chosen for `obs`."""
-    inference_output: Optional[Dict[str, Any]] = None
-    """Everything the collect policy returned for `obs` (action, log-prob, value ...)."""
+    inference_output: Optional[Mapping[int, Dict[str, Any]]] = None
+    """What the collect policy returned for `obs`, by env id: `inference_output[env_id]` is that
+    env's dict (action, log-prob, value ...). `inferencer` writes a view whose `.batch` holds
+    the batched arrays (see rlpipe.data.PerEnvOutput)."""
     trajectories: Optional[List] = None
     """Transitions collected this iteration, as dicts of batched arrays."""
     trajectory_end_idx: Optional[List[int]] = None
@@ -63,9 +63,7 @@ class OnlineRLContext(_CommonRLContext):
     episode_info: Optional[List[Dict[str, float]]] = None
     """Return and length of each episode that finished in this iteration's collection."""
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self.keep("env_step", "env_episode")
+    KEEP = ("env_step", "env_episode")
 
 
 @dataclasses.dataclass
@@ -73,8 +71,6 @@ class OfflineRLContext(_CommonRLContext):
     """Context of offline RL: learn from a fixed data set, evaluate."""
 
     train_epoch: int = 0
-    """Passes over the data set completed so far (kept)."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self.keep("train_epoch")
+    """Which pass over the data set this iteration's batch belongs to, as written by the data
+    fetcher (not kept, as in seed 003's table: the fetcher owns the count and writes it each
+    iteration)."""

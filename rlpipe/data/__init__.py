@@ -4,6 +4,7 @@ from ._batch import to_torch
 from ._controller import UNLIMITED, SampleRatioController
 from ._gae import compute_gae
 from ._nstep import NStepAccumulator, nstep_targets
+from ._per_env import PerEnvOutput, batch_of
 from ._prioritized import PrioritizedReplayBuffer
 from ._replay import ReplayBuffer
 from ._rollout import RolloutStorage
@@ -12,6 +13,7 @@ from ._transition import TRANSITION_KEYS, bootstrap_discount, td_targets
 
 __all__ = [
     "NStepAccumulator",
+    "PerEnvOutput",
     "PrioritizedReplayBuffer",
     "ReplayBuffer",
     "RolloutStorage",
@@ -19,6 +21,7 @@ __all__ = [
     "SumTree",
     "TRANSITION_KEYS",
     "UNLIMITED",
+    "batch_of",
     "bootstrap_discount",
     "compute_gae",
     "nstep_targets",

@@ -87,8 +87,12 @@ class NStepAccumulator:
         return int(self._active.sum())
 
     def clear(self) -> None:
-        """Drop every pending window (e.g. after resetting all envs by hand)."""
+        """Drop every pending window (e.g. after resetting all envs by hand): the next push
+        starts fresh windows only, as on a new accumulator."""
         self._active[:] = False
+        self._age[:] = 0
+        self._acc[:] = 0.0
+        self._ptr[:] = 0
 
     def _flags(self, step: Mapping[str, Any], key: str, dtype: type) -> np.ndarray:
         if key not in step:

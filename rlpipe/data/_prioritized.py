@@ -9,13 +9,17 @@ from ._controller import SampleRatioController
 from ._replay import ReplayBuffer
 from ._sumtree import SumTree
 
+INITIAL_MAX_PRIORITY = 1.0
+"""The priority a new row gets before any `update_priority` (and again after `clear()`)."""
+
 
 class PrioritizedReplayBuffer(ReplayBuffer):
     """Rows are drawn with probability P(i) = p_i / sum_k p_k, where p_i = (priority_i + eps) ** alpha.
 
     `sample` adds `"weight"`: importance weights (N * P(i)) ** -beta divided by their maximum over
     all rows held (that is, by the weight of the least likely row), as float32 in (0, 1].
-    New rows get the largest priority seen so far (1.0 at first), so each is likely to be
+    New rows get the largest priority seen so far (`INITIAL_MAX_PRIORITY`, 1.0, at first and
+    after `clear()`), so each is likely to be
     replayed at least once. `update_priority(index, priority)` sets priorities after a
     learning step (usually |TD error|); rows overwritten since they were sampled keep
     their fresh priority (the update for the old transition is dropped).
@@ -36,10 +40,18 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         self.alpha = float(alpha)
         self.beta = float(beta)
         self.eps = float(eps)
-        self.max_priority = 1.0
+        self.max_priority = INITIAL_MAX_PRIORITY
         self._tree = SumTree(self._capacity)
         self._write_stamp = np.zeros(self._capacity, dtype=np.int64)
         self._sample_stamp = np.full(self._capacity, -1, dtype=np.int64)
+
+    def _on_clear(self) -> None:
+        # A cleared buffer is a new one: no leaf keeps mass (or the tree would draw rows that
+        # no longer exist), and new rows start again from the initial max priority.
+        self.max_priority = INITIAL_MAX_PRIORITY
+        self._tree = SumTree(self._capacity)
+        self._write_stamp[:] = 0
+        self._sample_stamp[:] = -1
 
     def _on_write(self, rows: np.ndarray) -> None:
         self._tree.update(rows, self.max_priority ** self.alpha)

@@ -88,10 +88,16 @@ class ReplayBuffer:
         """Hook for subclasses, called under the lock with the rows just written."""
 
     def clear(self) -> None:
-        """Forget every row (the layout and the controller's counters stay)."""
+        """Forget every row: `len()` is 0, `sample` refuses as on a new buffer, and later pushes
+        are the only rows sampled. The layout (keys, shapes, dtypes), the RNG and the
+        controller's counters stay."""
         with self._lock:
             self._pos = 0
             self._size = 0
+            self._on_clear()
+
+    def _on_clear(self) -> None:
+        """Hook for subclasses, called under the lock when every row is forgotten."""
 
     # -- reading --------------------------------------------------------------------------
     def _check_sample(self, batch_size: int) -> None:

@@ -52,9 +52,13 @@ class RolloutStorage:
         return unflatten({p: a[:self._t] for p, a in self._arrays.items()})
 
     def clear(self) -> None:
-        """Start a new rollout (the layout of the arrays is kept)."""
+        """Start a new rollout: no step held, nothing computed (the arrays of the added keys are
+        reused; the computed "advantage"/"return" go, so the next rollout adds the same keys)."""
         self._t = 0
         self._computed = False
+        if self._arrays is not None:
+            self._arrays.pop(("advantage",), None)
+            self._arrays.pop(("return",), None)
 
     def add(self, step: Mapping[str, Any]) -> None:
         """Append one vector step (leading dim n_envs)."""

@@ -54,12 +54,14 @@ def _serial_contract(contracts: List[Optional[Contract]]) -> Optional[Contract]:
     reads: set = set()
     writes: set = set()
     reads_after: set = set()
+    optional: set = set()
     for c in contracts:
         reads |= c.reads - writes  # a field written by an earlier child is internal
+        optional |= c.optional_reads - writes
         writes |= c.writes
         reads_after |= c.reads_after
     return Contract(frozenset(reads), frozenset(writes), frozenset(reads_after),
-                    _common_role(contracts))
+                    _common_role(contracts), frozenset(optional - reads))
 
 
 def _common_role(contracts: List[Contract]) -> Any:
@@ -89,6 +91,7 @@ class Parallel:
                 frozenset().union(*(c.writes for c in contracts)),
                 frozenset().union(*(c.reads_after for c in contracts)),
                 _common_role(contracts),
+                frozenset().union(*(c.optional_reads for c in contracts)),
             ))
 
     def __call__(self, ctx: Any) -> Iterator[None]:
@@ -142,7 +145,8 @@ def _check_independent(names: List[str], contracts: List[Optional[Contract]]) ->
             b = contracts[j]
             if a is None or b is None or not a.conflicts_with(b):
                 continue
-            shared = sorted((a.writes & (b.reads | b.writes)) | (a.reads & b.writes))
+            a_reads, b_reads = a.reads | a.optional_reads, b.reads | b.optional_reads
+            shared = sorted((a.writes & (b_reads | b.writes)) | (a_reads & b.writes))
             problems.append(
                 f"parallel({', '.join(names)}): {names[i]!r} and {names[j]!r} both use "
                 f"{', '.join('ctx.' + s for s in shared)} and one of them writes it, so running "

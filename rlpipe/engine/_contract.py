@@ -22,33 +22,52 @@ class Contract:
     role: Optional[Role] = None
     """The process role the middleware belongs to (None: every process). In a process that does
     not serve that role, `task.use()` puts a no-op in its place (see `Task.serves`)."""
+    optional_reads: FrozenSet[str] = frozenset()
+    """Fields read only when the context class declares them (e.g. `env_step`, which an
+    `OfflineRLContext` does not have). Against a context that declares one, it is a read like
+    any other (validated, and ordered in async mode); one it does not declare is ignored."""
 
     def conflicts_with(self, later: "Contract") -> bool:
-        """Whether `later` must wait for this one in an iteration (write/read, read/write, write/write)."""
-        return bool(
-            self.writes & later.reads or self.reads & later.writes or self.writes & later.writes
-        )
+        """Whether `later` must wait for this one in an iteration (write/read, read/write,
+        write/write). Optional reads count as reads here; `resolve` them first to be exact."""
+        mine = self.reads | self.optional_reads
+        theirs = later.reads | later.optional_reads
+        return bool(self.writes & theirs or mine & later.writes or self.writes & later.writes)
+
+    def resolve(self, declared: FrozenSet[str]) -> "Contract":
+        """This contract against a context class declaring `declared`: the optional reads it
+        declares become reads, the others are dropped."""
+        if not self.optional_reads:
+            return self
+        return dataclasses.replace(self, reads=self.reads | (self.optional_reads & declared),
+                                   optional_reads=frozenset())
 
 
 def contract(
     reads: Iterable[str] = (), writes: Iterable[str] = (), reads_after: Iterable[str] = (),
-    role: Union[Role, str, None] = None,
+    role: Union[Role, str, None] = None, optional_reads: Iterable[str] = (),
 ) -> Callable[[T], T]:
     """Declare the context fields a middleware uses; decorate a function or a class.
 
     `role` (a `Role` or its value, e.g. "collector") names the process role the middleware
     belongs to in a distributed run; leave it None for middleware every process runs.
+    `optional_reads` are fields read only if the context has them ("read if the context has
+    it"): the middleware must then check, e.g. with `getattr(ctx, "env_step", None)`.
 
     >>> @contract(reads=("obs",), writes=("action",), role="collector")
     ... def act(ctx): ...
+    >>> @contract(reads=("train_iter",), optional_reads=("env_step",))
+    ... def report(ctx): print(ctx.train_iter, getattr(ctx, "env_step", None))
     """
-    for arg_name, arg in (("reads", reads), ("writes", writes), ("reads_after", reads_after)):
+    for arg_name, arg in (("reads", reads), ("writes", writes), ("reads_after", reads_after),
+                          ("optional_reads", optional_reads)):
         if isinstance(arg, str):
             raise TypeError(
                 f"contract({arg_name}={arg!r}): pass a tuple of field names, e.g. ({arg!r},)"
             )
     declared = Contract(frozenset(reads), frozenset(writes), frozenset(reads_after),
-                        None if role is None else Role.parse(role))
+                        None if role is None else Role.parse(role),
+                        frozenset(optional_reads) - frozenset(reads))
 
     def decorate(target: T) -> T:
         setattr(target, _ATTR, declared)

@@ -55,3 +55,25 @@ class EventBus:
     def clear(self) -> None:
         with self._lock:
             self._handlers.clear()
+
+
+class EventsMixin:
+    """The events part of `Task`: `on`, `once`, `off`, `emit` over its `EventBus`."""
+
+    _events: EventBus
+
+    def on(self, event: str, fn: Callable[..., Any]) -> None:
+        """Call `fn(*args, **kwargs)` on every `emit(event, ...)` until `off`/`stop()`."""
+        self._events.on(event, fn)
+
+    def once(self, event: str, fn: Callable[..., Any]) -> None:
+        """Call `fn` on the next `emit(event, ...)` only."""
+        self._events.once(event, fn)
+
+    def off(self, event: str, fn: Optional[Callable[..., Any]] = None) -> None:
+        """Remove `fn` (or every handler) from `event`."""
+        self._events.off(event, fn)
+
+    def emit(self, event: str, *args: Any, **kwargs: Any) -> None:
+        """Call the handlers of `event` in this thread (thread-safe); handler errors propagate."""
+        self._events.emit(event, *args, **kwargs)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import enum
+from typing import FrozenSet, Set
 
 
 class Role(str, enum.Enum):
@@ -10,6 +11,10 @@ class Role(str, enum.Enum):
     LEARNER = "learner"
     COLLECTOR = "collector"
     EVALUATOR = "evaluator"
+    FETCHER = "fetcher"
+    """DI-engine's role of a process that only fetches data for a learner. rlpipe's launchers
+    start no fetcher process, so middleware of this role run where no role is set (one process)
+    or where a script adds it with `task.add_role(Role.FETCHER)`."""
 
     @classmethod
     def parse(cls, role: "Role | str") -> "Role":
@@ -17,6 +22,36 @@ class Role(str, enum.Enum):
         try:
             return cls(role)
         except ValueError:
+            names = ", ".join(f"Role.{r.name}" for r in cls)
             valid = ", ".join(repr(r.value) for r in cls)
-            raise ValueError(f"unknown role {role!r}: use Role.LEARNER, Role.COLLECTOR or "
-                             f"Role.EVALUATOR (or one of {valid})") from None
+            raise ValueError(f"unknown role {role!r}: use one of {names} (or one of {valid})"
+                             ) from None
+
+
+class RolesMixin:
+    """The roles part of `Task`: which roles this process serves."""
+
+    _roles: Set[Role]
+
+    def add_role(self, role: "Role | str") -> "RolesMixin":
+        """Declare a role of this process (a single process adds none and serves every role)."""
+        self._roles.add(Role.parse(role))
+        return self
+
+    def has_role(self, role: "Role | str") -> bool:
+        """Whether this process plays `role`: True for every role while no role was added (one
+        process plays them all, as in DI-engine), else whether `role` was added."""
+        parsed = Role.parse(role)
+        return not self._roles or parsed in self._roles
+
+    @property
+    def roles(self) -> FrozenSet[Role]:
+        """The roles added (empty in a single process)."""
+        return frozenset(self._roles)
+
+    def serves(self, role: "Role | str") -> bool:
+        """Same as `has_role`: True when no role was added (single process) or `role` was added.
+
+        `use()` replaces a middleware whose contract names a role this task does not serve by a
+        no-op (`void()`), so one script serves every process of a distributed run."""
+        return self.has_role(role)

@@ -1,34 +1,33 @@
 """`Task`: runs a chain of middleware over a context, in order (sync) or as a dataflow graph (async)."""
 from __future__ import annotations
 
+import threading
 import time
 import types
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, FrozenSet, List, Optional, Tuple, Type
+from typing import Any, Callable, List, Optional, Tuple, Type, Union
 
 from rlpipe.contexts import Context, OnlineRLContext
 
 from . import _current
 from ._compose import Parallel, Serial
-from ._contract import Contract, contract, contract_of, redeclare
+from ._contract import Contract, contract, contract_of
 from ._errors import PipelineError
-from ._events import EventBus
-from ._flow import Flow, Node, Suspended, discard
+from ._events import EventBus, EventsMixin
+from ._flow import Flow, Node
+from ._iterate import iterate_async, iterate_sync
+from ._wrappers import Locked, decorated, lock_of, split
 from ._names import middleware_name, set_name
 from ._profile import MiddlewareStats, Profile
-from ._roles import Role
-from ._scheduler import dependencies, run_graph
-from ._validate import validate_chain
+from ._roles import Role, RolesMixin
+from ._scheduler import dependencies
+from ._validate import resolve_chain, validate_chain
 
 Middleware = Callable[[Any], Any]
-_Gen = types.GeneratorType
+_VOID_ATTR = "_rlpipe_void"
 
 
-def _noop_backward() -> None:
-    """Nothing runs after the yield of a middleware that did not yield."""
-
-
-class Task:
+class Task(RolesMixin, EventsMixin):
     """Runs middleware over a context. `task` is a global instance; make others with `Task()`.
 
     >>> t = Task()
@@ -52,17 +51,30 @@ class Task:
         self._async = False
         self._executor: Optional[ThreadPoolExecutor] = None
         self._finish = False
+        self._lock = threading.RLock()  # the task-wide lock of use(fn, lock=True)
         self._reset_stats()
 
     # ---- lifecycle -------------------------------------------------------------------------
 
     def start(self, async_mode: bool = False, ctx: Optional[Context] = None,
-              n_workers: Optional[int] = None) -> "Task":
+              n_workers: Optional[int] = None, n_async_workers: Optional[int] = None) -> "Task":
         """Begin a run: set the context (default `OnlineRLContext()`); use as a context manager.
 
         In async mode one thread pool of `n_workers` threads (default: the executor's default)
-        is created here and shut down by `stop()`.
+        is created here and shut down by `stop()`. `n_async_workers` is DI-engine's name for it:
+        it sets the pool size in async mode and, as in DI-engine, is unused in sync mode
+        (where `n_workers` is refused, since it can only be a mistake there).
         """
+        if n_async_workers is not None:
+            if isinstance(n_async_workers, bool) or not isinstance(n_async_workers, int) \
+                    or n_async_workers < 1:
+                raise ValueError(f"task.start(n_async_workers={n_async_workers!r}): must be an int "
+                                 f">= 1 (threads of the async worker pool)")
+            if n_workers is not None and n_workers != n_async_workers:
+                raise ValueError(f"task.start(n_workers={n_workers}, n_async_workers="
+                                 f"{n_async_workers}): two names for one pool size; pass one")
+            if async_mode:
+                n_workers = n_async_workers
         if self._started:
             raise RuntimeError("this Task is already started: call stop() (or leave its `with` "
                                "block) before starting it again")
@@ -133,17 +145,28 @@ class Task:
                 errors[0].add_note(f"close() of another middleware also failed: {other!r}")
             raise errors[0]
 
+    @property
+    def running(self) -> bool:
+        """True from `start()` until `stop()` (DI-engine's `task.running`), during and between
+        `run()` calls."""
+        return self._started
+
     # ---- the chain -------------------------------------------------------------------------
 
-    def use(self, fn: Middleware) -> "Task":
+    def use(self, fn: Middleware, lock: Union[bool, Any] = False) -> "Task":
         """Append a middleware (function, one-`yield` generator function, or callable object).
 
         An object middleware with an `attach(task)` method gets it called here, once, so it
         can subscribe to the task's events (e.g. the checkpoint saver listens to "eval_end").
+
+        `lock` (as in DI-engine): True runs `fn` under the task-wide lock, a lock object under
+        that lock; in async mode a middleware never runs while another holding the same lock
+        runs. Its parts before and after `yield` each hold the lock whole.
         """
         if not callable(fn):
             raise TypeError(f"task.use() takes a middleware: a callable fn(ctx), got {fn!r}")
         declared = contract_of(fn)
+        held = lock_of(lock, self._lock)
         if declared is not None and declared.role is not None and not self.serves(declared.role):
             # another process's middleware: a no-op here (still closed at stop(), never attached)
             return self._append(Node(self.void(), fn, f"{middleware_name(fn)} (void: "
@@ -151,14 +174,9 @@ class Task:
         attach = getattr(fn, "attach", None)
         if callable(attach) and not isinstance(fn, type):
             attach(self)  # lets an object middleware subscribe to this task's events
-        wrapped = fn
+        wrapped = fn if held is None else Locked(self._flow, fn, held)
         for decorator in self._wrappers:
-            wrapped = decorator(wrapped)
-        if wrapped is not fn and declared is not None and contract_of(wrapped) != declared:
-            try:
-                redeclare(wrapped, declared)
-            except (AttributeError, TypeError):
-                pass  # the node below carries the contract anyway
+            wrapped = decorated(decorator, wrapped, declared)
         return self._append(Node(wrapped, fn, middleware_name(fn), contract_of(wrapped) or declared))
 
     def _append(self, node: Node) -> "Task":
@@ -169,9 +187,15 @@ class Task:
         return self
 
     def use_wrapper(self, decorator: Callable[[Middleware], Middleware]) -> "Task":
-        """Wrap every middleware `use()`d from now on: `use(fn)` runs `decorator(fn)`."""
+        """Wrap every middleware of the chain, those already `use()`d and those to come, as
+        DI-engine does: each runs as `decorator(fn)` (the no-ops of other roles excepted)."""
         if not callable(decorator):
             raise TypeError(f"use_wrapper() takes a callable decorator, got {decorator!r}")
+        if self._running:
+            raise RuntimeError("use_wrapper() was called during run(); add wrappers before run()")
+        for i, node in enumerate(self._chain):
+            if not getattr(node.fn, _VOID_ATTR, False):
+                self._chain[i] = node._replace(fn=decorated(decorator, node.fn, node.contract))
         self._wrappers.append(decorator)
         return self
 
@@ -181,6 +205,7 @@ class Task:
         def void(ctx: Any) -> None:
             return None
         set_name(void, "void")
+        setattr(void, _VOID_ATTR, True)
         return void
 
     def serial(self, *fns: Middleware) -> Middleware:
@@ -245,11 +270,12 @@ class Task:
         nodes = list(self._chain)
         if not nodes:
             raise PipelineError("the chain is empty: add middleware with task.use(fn) before task.run()")
-        validate_chain([(n.name, n.contract) for n in nodes], self.ctx)
+        entries = resolve_chain([(n.name, n.contract) for n in nodes], self.ctx)
+        validate_chain(entries, self.ctx)
         if self._ctx_used:
             self.renew()
         if self._async:
-            deps = dependencies([n.contract for n in nodes])
+            deps = dependencies([c for _, c in entries])
             iterate = lambda ctx: self._iterate_async(ctx, nodes, deps)  # noqa: E731
         else:
             iterate = lambda ctx: self._iterate_sync(ctx, nodes)  # noqa: E731
@@ -279,69 +305,11 @@ class Task:
         self.emit("finish", self._ctx)
 
     def _iterate_sync(self, ctx: Context, nodes: List[Node]) -> None:
-        counts, totals = self._counts, self._totals
-        pending = self._flow.pending()
-        suspended: List[Tuple[int, Suspended]] = []
-        perf = time.perf_counter
-        i = -1
-        t = perf()
-        try:
-            for node in nodes:
-                i += 1
-                gen = node.fn(ctx)
-                if type(gen) is _Gen:
-                    try:
-                        next(gen)
-                    except StopIteration:
-                        gen = None
-                    if gen is not None or pending:
-                        suspended.append((i, Suspended(node.name, gen, pending[:] or None)))
-                        pending.clear()
-                elif pending:
-                    suspended.append((i, Suspended(node.name, None, pending[:])))
-                    pending.clear()
-                now = perf()
-                totals[i] += now - t
-                counts[i] += 1
-                t = now
-        except BaseException as exc:
-            exc.add_note(self._where(nodes, i, "before its yield"))
-            discard(pending, exc)
-            pending.clear()
-            discard([s for _, s in suspended], exc)
-            raise
-        self._backward(nodes, suspended)
-
-    def _backward(self, nodes: List[Node], suspended: List[Tuple[int, Suspended]]) -> None:
-        perf = time.perf_counter
-        while suspended:
-            i, item = suspended.pop()
-            t = perf()
-            try:
-                self._flow.resume(item)
-            except BaseException as exc:
-                exc.add_note(self._where(nodes, i, "after its yield"))
-                discard([s for _, s in suspended], exc)
-                raise
-            totals = self._totals
-            totals[i] += perf() - t
-
-    def _where(self, nodes: List[Node], i: int, part: str, thread: str = "") -> str:
-        return (f"in middleware {nodes[i].name!r} (position {i} of {len(nodes)} in the chain, "
-                f"{part}{thread})")
+        iterate_sync(self._flow, ctx, nodes, self._counts, self._totals)
 
     def _iterate_async(self, ctx: Context, nodes: List[Node], deps: List[Tuple[int, ...]]) -> None:
         assert self._executor is not None
-        suspended, errors = run_graph(self._executor, self._flow, nodes, deps, ctx,
-                                      self._counts, self._totals)
-        if errors:
-            j, first = errors[0]
-            first.add_note(self._where(nodes, j, "before its yield", ", in a worker thread"))
-            for k, other in errors[1:]:
-                first.add_note(f"middleware {nodes[k].name!r} also failed in this iteration: {other!r}")
-            discard([s for _, s in suspended], first)
-            raise first
-        self._backward(nodes, suspended)
+        iterate_async(self._executor, self._flow, ctx, nodes, deps, self._counts, self._totals)
 
     # ---- composite middleware --------------------------------------------------------------
 
@@ -367,74 +335,11 @@ class Task:
         """Run the post-`yield` parts of what this middleware forwarded, last first."""
         self._flow.unwind()
 
-    def wrap(self, fn: Middleware) -> Callable[[Context], Callable[[], None]]:
+    def wrap(self, fn: Middleware, lock: Union[bool, Any] = False
+             ) -> Callable[[Context], Callable[[], None]]:
         """`wrap(fn)(ctx)` runs `fn` to its yield and returns a callable that runs the rest
-        (a no-op callable when `fn` is not a generator)."""
-        name = middleware_name(fn)
-        flow = self._flow
-
-        def forward(ctx: Context) -> Callable[[], None]:
-            try:
-                item = flow.enter(fn, ctx, name)
-            except BaseException as exc:
-                exc.add_note(f"in middleware {name!r} (run by task.wrap)")
-                raise
-            if item is None:
-                return _noop_backward
-
-            def backward() -> None:
-                try:
-                    flow.resume(item)
-                except BaseException as exc:
-                    exc.add_note(f"in middleware {name!r} (after its yield, run by task.wrap)")
-                    raise
-            return backward
-
-        set_name(forward, name)
-        declared = contract_of(fn)
-        if declared is not None:
-            redeclare(forward, declared)
-        return forward
-
-    # ---- events ----------------------------------------------------------------------------
-
-    def on(self, event: str, fn: Callable[..., Any]) -> None:
-        """Call `fn(*args, **kwargs)` on every `emit(event, ...)` until `off`/`stop()`."""
-        self._events.on(event, fn)
-
-    def once(self, event: str, fn: Callable[..., Any]) -> None:
-        """Call `fn` on the next `emit(event, ...)` only."""
-        self._events.once(event, fn)
-
-    def off(self, event: str, fn: Optional[Callable[..., Any]] = None) -> None:
-        """Remove `fn` (or every handler) from `event`."""
-        self._events.off(event, fn)
-
-    def emit(self, event: str, *args: Any, **kwargs: Any) -> None:
-        """Call the handlers of `event` in this thread (thread-safe); handler errors propagate."""
-        self._events.emit(event, *args, **kwargs)
-
-    # ---- roles -----------------------------------------------------------------------------
-
-    def add_role(self, role: "Role | str") -> "Task":
-        """Declare a role of this process (a single process adds none and serves every role)."""
-        self._roles.add(Role.parse(role))
-        return self
-
-    def has_role(self, role: "Role | str") -> bool:
-        """Whether `role` was added."""
-        return Role.parse(role) in self._roles
-
-    @property
-    def roles(self) -> FrozenSet[Role]:
-        return frozenset(self._roles)
-
-    def serves(self, role: "Role | str") -> bool:
-        """True when no role was added (single process) or `role` was added.
-
-        `use()` replaces a middleware whose contract names a role this task does not serve by a
-        no-op (`void()`), so one script serves every process of a distributed run."""
-        return not self._roles or self.has_role(role)
+        (a no-op callable when `fn` is not a generator). `lock` as in `use()`."""
+        return split(self._flow, fn, lock_of(lock, self._lock))
 
     # ---- profile ---------------------------------------------------------------------------
 

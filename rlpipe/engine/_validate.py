@@ -18,11 +18,19 @@ def validate_chain(chain: Sequence[Entry], ctx: Context) -> None:
 
     A read must be satisfied by an earlier write, a kept field, or a declared default other than
     None. `reads_after` may be written by any middleware of the chain. An undeclared middleware
-    reads and writes everything: reads after it are always satisfied.
+    reads and writes everything: reads after it are always satisfied. An optional read is a
+    read when the context class declares the field, and is ignored otherwise.
     """
+    chain = resolve_chain(chain, ctx)
     problems = _unknown_names(chain, ctx) + _unsatisfied_reads(chain, ctx)
     if problems:
         raise PipelineError(problems)
+
+
+def resolve_chain(chain: Sequence[Entry], ctx: Context) -> List[Entry]:
+    """`chain` with each contract's optional reads resolved against the class of `ctx`."""
+    declared = field_names(type(ctx))
+    return [(name, None if c is None else c.resolve(declared)) for name, c in chain]
 
 
 def _label(chain: Sequence[Entry], pos: int) -> str:

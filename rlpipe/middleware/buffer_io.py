@@ -36,16 +36,33 @@ def _take(batch: Dict[str, Any], rows: np.ndarray) -> Dict[str, Any]:
     return {k: _take(v, rows) if isinstance(v, dict) else v[rows] for k, v in batch.items()}
 
 
-def data_pusher(cfg: Any, buffer_: Any) -> Callable:
-    """Push this iteration's transitions (`ctx.trajectories`) into `buffer_`."""
+def data_pusher(cfg: Any, buffer_: Any, group_by_env: Optional[bool] = None) -> Callable:
+    """Push this iteration's transitions (`ctx.trajectories`) into `buffer_`.
+
+    `group_by_env=True` (DI-engine's option, which pushes each transition with the meta
+    `{'env': env_id}`) adds an int64 `env_id` column to every row: which env of the manager
+    produced it, so a sampled batch says where each transition came from. Choose it once per
+    buffer: the buffer's layout is fixed by its first push.
+    """
+    tag_envs = bool(group_by_env)
 
     @contract(reads=("trajectories",), writes=(), role=Role.LEARNER)
     def _data_pusher(ctx: OnlineRLContext) -> None:
-        batch = concat_steps(ctx.trajectories or [])
+        steps = ctx.trajectories or []
+        if tag_envs:
+            steps = [_with_env_id(step) for step in steps]
+        batch = concat_steps(steps)
         if batch is not None and len(batch["reward"]):
             buffer_.push(batch)
 
     return _data_pusher
+
+
+def _with_env_id(step: Dict[str, Any]) -> Dict[str, Any]:
+    if "env_id" in step:
+        raise KeyError("data_pusher(group_by_env=True): the collected step already has an "
+                       "'env_id' key; drop group_by_env or rename that key")
+    return {**step, "env_id": np.arange(len(step["reward"]), dtype=np.int64)}
 
 
 def nstep_reward_enhancer(cfg: Any) -> Callable:

@@ -88,10 +88,10 @@ def weights_only_safe(obj: Any, where: str = "checkpoint") -> Any:
 
 
 @contract(
-    reads=("train_iter", "env_step", "eval_value", "total_step", "env_episode",
-           "last_eval_iter", "last_eval_value"),
+    reads=("train_iter", "eval_value", "total_step", "last_eval_iter", "last_eval_value"),
     writes=(),
     role=Role.LEARNER,
+    optional_reads=("env_step", "env_episode"),
 )
 class CkptSaver:
     """Save `policy` (and the run's kept counters) to `<run_dir>/ckpt/` during a run.
@@ -108,12 +108,15 @@ class CkptSaver:
     a callable `fn(ctx) -> dict` called for the end-of-iteration files (iter/final, not
     best.pt), whose result is stored under "resume" (RNG states, where the env and buffer
     states were written ...; see rlpipe.zoo._resume). `run_dir` defaults to `cfg.run_dir`.
+
+    DI-engine's current signature is accepted too: `CkptSaver(policy, save_dir, train_freq=100)`
+    (or `save_dir=` by name) writes to `<save_dir>/ckpt/` with no config.
     """
 
     def __init__(
         self,
-        cfg: Any,
-        policy: Any,
+        cfg: Any = None,
+        policy: Any = None,
         train_freq: Optional[int] = None,
         save_finish: bool = True,
         save_best: bool = True,
@@ -121,7 +124,20 @@ class CkptSaver:
         extra_state: Union[Callable[[], Any], Dict[str, Any], None] = None,
         keep_last: Optional[int] = 3,
         resume_state: Optional[Callable[[Any], Dict[str, Any]]] = None,
+        save_dir: Optional[PathLike] = None,
     ) -> None:
+        # Current DI-engine's form, CkptSaver(policy, save_dir, train_freq=...): the first
+        # argument is the policy itself and the second the folder (checkpoints in save_dir/ckpt).
+        if callable(getattr(cfg, "state_dict", None)):
+            if policy is not None and save_dir is not None:
+                raise TypeError("CkptSaver(policy, save_dir, ...) got save_dir twice (as the "
+                                "second argument and as save_dir=); pass it once.")
+            cfg, policy, save_dir = None, cfg, policy if policy is not None else save_dir
+        if save_dir is not None:
+            if run_dir is not None and str(run_dir) != str(save_dir):
+                raise ValueError(f"CkptSaver(save_dir={str(save_dir)!r}, run_dir={str(run_dir)!r}): "
+                                 f"two names for the run folder; pass one.")
+            run_dir = save_dir
         if not callable(getattr(policy, "state_dict", None)):
             raise TypeError(f"CkptSaver(policy=...) needs an object with state_dict(); got a "
                             f"{type(policy).__name__} (pass the policy itself, not one of its modes).")

@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, List, Optional
 import numpy as np
 
 from rlpipe.contexts import OnlineRLContext
+from rlpipe.data import PerEnvOutput, batch_of
 from rlpipe.engine import Role, contract, current_task
 
 from ._cfg import setting
@@ -70,6 +71,8 @@ def inferencer(seed: Optional[int], policy: Any, env: Any) -> Callable:
     """Choose actions for the envs' current observations (`ctx.obs` → `ctx.action`).
 
     `seed` seeds the first reset of `env` when given; `policy` is a collect face.
+    `ctx.inference_output` is a `PerEnvOutput`: `ctx.inference_output[env_id]` is that env's
+    output dict (seed 003's `Dict[int, Dict]`), and `.batch` the batched dict the policy returned.
     """
     cursor = _cursor_for(env, seed)
 
@@ -77,8 +80,9 @@ def inferencer(seed: Optional[int], policy: Any, env: Any) -> Callable:
               role=Role.COLLECTOR)
     def _inferencer(ctx: OnlineRLContext) -> None:
         ctx.obs = cursor.current()
-        ctx.inference_output = policy.forward(ctx.obs, **ctx.collect_kwargs)
-        ctx.action = ctx.inference_output["action"]
+        batch = policy.forward(ctx.obs, **ctx.collect_kwargs)
+        ctx.inference_output = PerEnvOutput(batch, env.n_envs)
+        ctx.action = batch["action"]
 
     return _inferencer
 
@@ -95,7 +99,7 @@ def rolloutor(policy: Any, env: Any, transitions: Optional[List] = None) -> Call
     )
     def _rolloutor(ctx: OnlineRLContext) -> None:
         result = env.step(ctx.action)
-        record = _step_record(ctx.obs, ctx.action, ctx.inference_output or {}, result)
+        record = _step_record(ctx.obs, ctx.action, batch_of(ctx.inference_output), result)
         target = store if store is not None else ctx.trajectories
         if target is None:
             target = ctx.trajectories = []

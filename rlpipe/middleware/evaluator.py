@@ -46,9 +46,10 @@ def interaction_evaluator(cfg: Any, policy: Any, env: Any, render: bool = False)
         raise ValueError(f"policy.eval.evaluator.n_episode must be positive, got {n_episode}")
 
     @contract(
-        reads=("train_iter", "last_eval_iter", "env_step"),
+        reads=("train_iter", "last_eval_iter"),
         writes=("eval_value", "eval_output", "last_eval_iter", "last_eval_value"),
         role=Role.EVALUATOR,
+        optional_reads=("env_step",),
     )
     def _evaluator(ctx: OnlineRLContext) -> None:
         task = current_task()
@@ -63,7 +64,7 @@ def interaction_evaluator(cfg: Any, policy: Any, env: Any, render: bool = False)
         ctx.last_eval_iter = ctx.train_iter
         ctx.last_eval_value = ctx.eval_value
         log.info("eval at train_iter %d, env_step %d: mean return %.2f (std %.2f, %d episodes)",
-                 ctx.train_iter, ctx.env_step, ctx.eval_value, returns.std(), len(returns))
+                 ctx.train_iter, getattr(ctx, "env_step", -1), ctx.eval_value, returns.std(), len(returns))
         task.emit("eval_end", ctx)
         if stop_value is not None and ctx.eval_value >= float(stop_value):
             log.info("eval return %.2f reached stop_value %s: finishing", ctx.eval_value,

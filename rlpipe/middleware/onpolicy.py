@@ -7,6 +7,7 @@ GAE advantages, `multistep_trainer` hands it to the policy for its epochs of min
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
@@ -18,6 +19,7 @@ from rlpipe.engine import contract
 from ._cfg import setting
 from .learner import check_finite
 
+log = logging.getLogger(__name__)
 ValueFn = Callable[[Any], Any]
 _DROPPED = ("next_obs", "valid")  # used for the estimate, not carried into the batch
 
@@ -122,11 +124,25 @@ def gae_estimator(cfg: Any, policy: Any) -> Callable:
     return _gae_estimator
 
 
-def multistep_trainer(cfg: Any, policy: Any) -> Callable:
+def multistep_trainer(cfg: Any, policy: Any = None, log_freq: Optional[int] = None) -> Callable:
     """Hand `ctx.train_data` (a whole rollout) to `policy.forward` (a learn face that runs its
     own epochs of minibatch updates); `ctx.train_output` = its mean statistics; `train_iter`
     advances by the number of gradient steps it reports as "n_updates" (1 if it reports none).
-    A NaN or infinite statistic raises `NonFiniteLossError`. Skipped when train_data is None."""
+    A NaN or infinite statistic raises `NonFiniteLossError`. Skipped when train_data is None.
+
+    Current DI-engine's form `multistep_trainer(policy, log_freq=100)` is accepted too (the
+    config is not needed). `log_freq`: log the statistics at INFO level each time `train_iter`
+    crosses a multiple of it (None: never; the run's logger records them anyway)."""
+    if policy is None:  # multistep_trainer(policy, log_freq=...)
+        cfg, policy = None, cfg
+    if not callable(getattr(policy, "forward", None)):
+        raise TypeError(f"multistep_trainer: the policy must be a learn face with forward(batch), "
+                        f"got a {type(policy).__name__}; call multistep_trainer(cfg, "
+                        f"policy.learn_mode) or multistep_trainer(policy.learn_mode, log_freq=...)")
+    if log_freq is not None and (isinstance(log_freq, bool) or not isinstance(log_freq, int)
+                                 or log_freq < 1):
+        raise ValueError(f"multistep_trainer(log_freq={log_freq!r}): must be an int >= 1 "
+                         f"(log every that many train iterations) or None")
 
     @contract(reads=("train_data", "train_iter"), writes=("train_output", "train_iter"))
     def _multistep_trainer(ctx: OnlineRLContext) -> None:
@@ -135,7 +151,12 @@ def multistep_trainer(cfg: Any, policy: Any) -> Callable:
         output = policy.forward(ctx.train_data)
         check_finite(output, "multistep_trainer", ctx.train_iter)
         ctx.train_output = output
+        before = ctx.train_iter
         ctx.train_iter += int(output.get("n_updates", 1))
+        if log_freq is not None and ctx.train_iter // log_freq > before // log_freq:
+            stats = ", ".join(f"{k} {v:.4g}" for k, v in output.items()
+                              if isinstance(v, (int, float, np.floating)) and k != "n_updates")
+            log.info("multistep_trainer: train_iter %d: %s", ctx.train_iter, stats)
 
     return _multistep_trainer
 

@@ -121,7 +121,12 @@ def test_offline_fields_and_kept_set():
     assert {"train_epoch", "train_iter", "train_data", "train_output", "eval_value",
             "last_eval_iter"} <= field_names(OfflineRLContext)
     assert "env_step" not in field_names(OfflineRLContext)
-    assert {"total_step", "train_iter", "train_epoch"} <= ctx.kept
+    # seed 003's table: train_epoch is not kept (the data fetcher writes it every iteration)
+    assert ctx.kept == {"total_step", "train_iter", "last_eval_iter", "last_eval_value"}
+    ctx.train_epoch = 3
+    ctx.train_iter = 5
+    new = ctx.renew()
+    assert new.train_epoch == 0 and new.train_iter == 5
 
 
 @dataclasses.dataclass
@@ -141,3 +146,29 @@ def test_subclass_declares_new_fields_and_keeps():
     assert new.var1 == 3 and new.var2 is None and new.total_step == 1
     with pytest.raises(ContextFieldError):
         ctx.var3 = 1
+
+
+@dataclasses.dataclass
+class _NoSuper(OnlineRLContext):
+    extra: int = 0
+
+    def __post_init__(self):
+        self.keep("extra")  # no super().__post_init__(): the parents' kept fields still hold
+
+
+def test_kept_set_does_not_depend_on_calling_super():
+    ctx = _NoSuper()
+    assert ctx.kept == ONLINE_KEPT | {"extra"}
+    ctx.env_step, ctx.extra = 4, 2
+    new = ctx.renew()
+    assert (new.env_step, new.extra, new.total_step) == (4, 2, 1)
+    assert pickle.loads(pickle.dumps(new)).kept == new.kept
+
+
+def test_keep_list_naming_an_undeclared_field_is_refused():
+    @dataclasses.dataclass
+    class Bad(Context):
+        KEEP = ("nope",)
+
+    with pytest.raises(ValueError, match="Bad.KEEP names 'nope'"):
+        Bad().kept

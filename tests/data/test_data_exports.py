@@ -3,9 +3,9 @@ import rlpipe.data as data
 
 def test_all_lists_the_public_names():
     assert sorted(data.__all__) == sorted([
-        "NStepAccumulator", "PrioritizedReplayBuffer", "ReplayBuffer", "RolloutStorage",
+        "NStepAccumulator", "PerEnvOutput", "PrioritizedReplayBuffer", "ReplayBuffer", "RolloutStorage",
         "SampleRatioController", "SumTree", "TRANSITION_KEYS", "UNLIMITED", "bootstrap_discount",
-        "compute_gae", "nstep_targets", "td_targets", "to_torch",
+        "batch_of", "compute_gae", "nstep_targets", "td_targets", "to_torch",
     ])
     for name in data.__all__:
         assert hasattr(data, name), name

@@ -33,7 +33,7 @@ def test_global_task_is_a_task_and_instances_are_independent():
 
 def test_role_enum_is_reachable_from_the_task():
     assert Task.role is Role and task.role.LEARNER is Role.LEARNER
-    assert {r.value for r in Role} == {"learner", "collector", "evaluator"}
+    assert {r.value for r in Role} == {"learner", "collector", "evaluator", "fetcher"}
 
 
 def test_current_task_is_the_running_task():

@@ -115,7 +115,7 @@ def test_void_is_a_no_op_with_an_empty_contract():
     assert t.profile().middleware[0].name == "void"
 
 
-def test_use_wrapper_wraps_later_middleware_only_and_keeps_contracts():
+def test_use_wrapper_wraps_earlier_and_later_middleware_and_keeps_contracts():
     t = Task()
     calls = []
 
@@ -141,7 +141,8 @@ def test_use_wrapper_wraps_later_middleware_only_and_keeps_contracts():
         t.use(second)
         t.run(max_step=1)
         names = [m.name for m in t.profile().middleware]
-    assert calls == ["first", "before", "second", "second-post"]
+    # as in DI-engine, the wrapper applies to middleware already added, too
+    assert calls == ["before", "first", "before", "second", "second-post"]
     assert names[1].endswith("second")
 
 
