@@ -16,6 +16,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional
 from easydict import EasyDict
 
 from rlpipe.config import apply_overrides
+from rlpipe.config_checks import check_config
 
 ENTRIES: Dict[str, str] = {
     "cartpole-dqn": "rlpipe.zoo.cartpole.dqn",
@@ -58,7 +59,7 @@ class Entry:
         # an entry module may bring its pipeline's own resolve_config (e.g. the on-policy one)
         resolve = getattr(self.module, "resolve_config", resolve_config)
         cfg = resolve(self.policy_cls, self.config, user)
-        return apply_overrides(cfg, list(overrides))
+        return check_config(apply_overrides(cfg, list(overrides)))  # --set values in range too
 
     def check_requirements(self) -> None:
         for module_name, extra in getattr(self.module, "REQUIRES", {}).items():
