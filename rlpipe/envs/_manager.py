@@ -127,6 +127,7 @@ class EnvManager:
         self.restarts = 0  # over the manager's life
         # (step, restarts) of recent failures, oldest first: those within restart_window count
         self._restart_log: deque[tuple[int, int]] = deque()
+        self._last_error = ""  # the last line of the last failure's traceback
         self._backend: LoopBackend | AsyncBackend | NativeBackend
         if self.mode == "native":
             self._backend = NativeBackend(source, n_envs, seed)
@@ -240,11 +241,15 @@ class EnvManager:
         for failure in failures:
             self.restarts += failure.count
             self._restart_log.append((self._t, failure.count))
+            # a crash loop repeats one error: its traceback is logged once, then one line each
+            error = _last_line(failure.text)
+            text = (f" Same error as before: {error}" if error == self._last_error
+                    else "\n" + failure.text)
+            self._last_error = error
             log.warning(
-                "env %s: %s (restart %d of at most %d%s; the episode in progress was dropped)."
-                "\n%s",
+                "env %s: %s (restart %d of at most %d%s; the episode in progress was dropped).%s",
                 self.env_label, failure.what, self.recent_restarts(), self.max_restarts, where,
-                failure.text,
+                text,
             )
         recent = self.recent_restarts()
         if recent > self.max_restarts:
@@ -344,6 +349,11 @@ def _check_args(
         )
     if not isinstance(max_restarts, (int, np.integer)) or max_restarts < 0:
         raise ValueError(f"EnvManager: max_restarts must be an int >= 0, got {max_restarts!r}")
+
+
+def _last_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[-1].strip() if lines else ""
 
 
 def _check_window(restart_window: int | None) -> None:
