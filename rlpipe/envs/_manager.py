@@ -6,7 +6,6 @@ import atexit
 import logging
 import pickle
 import weakref
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -20,6 +19,7 @@ from rlpipe.envs._native import NativeBackend, native_is_known_good
 from rlpipe.envs._obs import BatchObs, check_space
 from rlpipe.envs._outcome import Failure
 from rlpipe.envs._registry import EnvFactory, resolve_env
+from rlpipe.envs._restarts import RestartBudget
 
 __all__ = ["EnvManager", "StepResult"]
 
@@ -108,8 +108,8 @@ class EnvManager:
         restart_window: int | None = None,
     ) -> None:
         self._closed = True  # until fully built, so close()/__del__ are safe on early errors
-        _check_args(n_envs, seed, mode, step_timeout, max_restarts)
-        _check_window(restart_window)
+        _check_args(n_envs, seed, mode, step_timeout)
+        budget = RestartBudget(max_restarts, restart_window)
         source = resolve_env(env, env_kwargs)
         self.mode: str = _resolve_mode(mode, source.gym_id, n_envs)
         if step_timeout is not None and self.mode != "async":
@@ -125,9 +125,7 @@ class EnvManager:
         self.max_restarts = max_restarts
         self.restart_window = restart_window
         self.restarts = 0  # over the manager's life
-        # (step, restarts) of recent failures, oldest first: those within restart_window count
-        self._restart_log: deque[tuple[int, int]] = deque()
-        self._last_error = ""  # the last line of the last failure's traceback
+        self._budget = budget
         self._backend: LoopBackend | AsyncBackend | NativeBackend
         if self.mode == "native":
             self._backend = NativeBackend(source, n_envs, seed)
@@ -229,45 +227,19 @@ class EnvManager:
     def recent_restarts(self) -> int:
         """Restarts counted against ``max_restarts``: those of the last ``restart_window``
         steps (all of them when the window is None)."""
-        log_ = self._restart_log
-        if self.restart_window is not None:
-            while log_ and log_[0][0] <= self._t - self.restart_window:
-                log_.popleft()
-        return sum(n for _, n in log_)
+        return self._budget.recent(self._t)
 
     def _record(self, failures: list[Failure]) -> None:
-        where = ("" if self.restart_window is None
-                 else f" within {self.restart_window} steps")
         for failure in failures:
             self.restarts += failure.count
-            self._restart_log.append((self._t, failure.count))
-            # a crash loop repeats one error: its traceback is logged once, then one line each
-            error = _last_line(failure.text)
-            text = (f" Same error as before: {error}" if error == self._last_error
-                    else "\n" + failure.text)
-            self._last_error = error
-            log.warning(
-                "env %s: %s (restart %d of at most %d%s; the episode in progress was dropped).%s",
-                self.env_label, failure.what, self.recent_restarts(), self.max_restarts, where,
-                text,
-            )
-        recent = self.recent_restarts()
-        if recent > self.max_restarts:
-            last = failures[-1]
-            raise EnvFailureError(
-                f"env {self.env_label} needed {recent} restarts{where}, more than "
-                f"max_restarts={self.max_restarts} (env.max_restarts / env.restart_window in a "
-                f"run's config); fix the env or raise the limit. Last failure: {last.what}\n"
-                f"{last.text}",
-                env_label=self.env_label, last_traceback=last.text,
-            )
+        self._budget.record(failures, self._t, self.env_label)
 
     def _check_open(self, what: str) -> None:
         if self._closed:
             raise RuntimeError(f"EnvManager.{what}() called after close()")
 
     _BOOKKEEPING = ("_ep_return", "_t", "_ep_start", "_needs_reset", "_reset_count", "restarts",
-                    "_restart_log")
+                    "_budget")
 
     def get_state(self) -> bytes:
         """The whole simulation state (sub-envs, their RNGs, episode bookkeeping, the action
@@ -335,7 +307,7 @@ class EnvManager:
 
 
 def _check_args(
-    n_envs: int, seed: int | None, mode: str, step_timeout: float | None, max_restarts: int
+    n_envs: int, seed: int | None, mode: str, step_timeout: float | None
 ) -> None:
     if not isinstance(n_envs, (int, np.integer)) or isinstance(n_envs, bool) or n_envs < 1:
         raise ValueError(f"EnvManager: n_envs must be a positive int, got {n_envs!r}")
@@ -346,24 +318,6 @@ def _check_args(
     if step_timeout is not None and not step_timeout > 0:
         raise ValueError(
             f"EnvManager: step_timeout must be None or > 0 seconds, got {step_timeout!r}"
-        )
-    if not isinstance(max_restarts, (int, np.integer)) or max_restarts < 0:
-        raise ValueError(f"EnvManager: max_restarts must be an int >= 0, got {max_restarts!r}")
-
-
-def _last_line(text: str) -> str:
-    lines = text.strip().splitlines()
-    return lines[-1].strip() if lines else ""
-
-
-def _check_window(restart_window: int | None) -> None:
-    if restart_window is None:
-        return
-    if (not isinstance(restart_window, (int, np.integer)) or isinstance(restart_window, bool)
-            or restart_window < 1):
-        raise ValueError(
-            f"EnvManager: restart_window must be None or an int >= 1 (steps), got "
-            f"{restart_window!r}"
         )
 
 
