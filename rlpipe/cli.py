@@ -96,7 +96,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    from rlpipe.cli_errors import debug_requested, explain, print_traceback
+    from rlpipe.cli_errors import debug_requested, explain, format_traceback
     from rlpipe.engine.parallel import LearnerDiedError
     from rlpipe.envs import EnvFailureError
     from rlpipe.zoo import Interrupted
@@ -124,7 +124,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except (KeyError, ValueError, TypeError, ImportError, OSError, FloatingPointError,
             EnvFailureError) as exc:
         if debug:
-            print(print_traceback(exc), file=sys.stderr, end="")
+            print(format_traceback(exc), file=sys.stderr, end="")
         message, code = explain(exc, args.command,
                                 getattr(args, "resume", None) or getattr(args, "run_dir", None))
         print(message, file=sys.stderr)

@@ -15,7 +15,8 @@ from rlpipe.envs import EnvFailureError
 from rlpipe.middleware.ckpt import CKPT_DIR, LATEST_FILE
 from rlpipe.zoo._folder_errors import RunDirError
 
-__all__ = ["USAGE_ERROR", "RUN_FAILED", "debug_requested", "explain"]
+__all__ = ["RUN_FAILED", "USAGE_ERROR", "debug_requested", "explain", "format_traceback",
+           "last_checkpoint"]
 
 USAGE_ERROR = 2
 RUN_FAILED = 1
@@ -98,6 +99,6 @@ def explain(err: BaseException, command: str, run_dir: Optional[str]) -> Tuple[s
     return f"rlpipe {command}: error: {message}", USAGE_ERROR
 
 
-def print_traceback(err: BaseException) -> str:
+def format_traceback(err: BaseException) -> str:
     """The full traceback of `err`, as `--debug` shows it."""
     return "".join(traceback.format_exception(err))

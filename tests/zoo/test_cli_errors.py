@@ -192,3 +192,39 @@ def test_full_disk_mid_run_keeps_the_run_and_says_which_folder(capsys, tmp_path,
     assert len(calls) == 3
     # the run had results: its folder and checkpoints stay, for --resume
     assert (run_dir / "config.json").is_file() and last_checkpoint(str(run_dir)) is not None
+
+
+def test_resume_into_a_read_only_run_folder_is_one_line_and_touches_nothing(capsys, tmp_path,
+                                                                          monkeypatch):
+    import rlpipe.zoo._run as run_module
+
+    run_dir = tmp_path / "run"
+    # 64 env steps, before min_samples: no update, just a run folder with final.pt
+    assert main(["train", "cartpole-dqn", "--run-dir", str(run_dir)] + SMALL
+                + ["--max-env-steps", "64"]) == 0
+    capsys.readouterr()
+    before = {p: p.stat().st_mtime_ns for p in run_dir.rglob("*")}
+
+    def read_only(folder, name, cfg):  # what a read-only mount does to the first write
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS),
+                      str(pathlib.Path(folder) / "config.json"))
+
+    monkeypatch.setattr(run_module, "write_config", read_only)
+    err = _one_line_exit_2(["train", "--resume", str(run_dir), "--max-env-steps", "128"], capsys)
+    assert str(run_dir) in err and "Read-only file system" in err
+    assert {p: p.stat().st_mtime_ns for p in run_dir.rglob("*")} == before
+
+
+def test_only_errors_of_the_run_folder_become_run_folder_errors(tmp_path):
+    from rlpipe.zoo._folder_errors import RunDirError, run_folder_errors
+
+    run_dir = str(tmp_path / "run")
+    with pytest.raises(PermissionError) as info, run_folder_errors(run_dir, created=False):
+        raise PermissionError(errno.EACCES, "Permission denied", "/data/set.npz")
+    assert not isinstance(info.value, RunDirError) and info.value.run_dir == run_dir
+    with pytest.raises(RunDirError) as info, run_folder_errors(run_dir, created=False):
+        raise OSError(errno.ENOSPC, "No space left on device")  # a write with no file name
+    assert info.value.run_dir == run_dir and info.value.errno == errno.ENOSPC
+    with pytest.raises(ValueError) as info, run_folder_errors(run_dir, created=False):
+        raise ValueError("something else")
+    assert info.value.run_dir == run_dir  # so the CLI can name its checkpoint
