@@ -55,8 +55,15 @@ def _resume_text(err: BaseException, run_dir: Optional[str]) -> str:
     if good is None:
         return "No checkpoint was written before it: start the run again once the cause is fixed."
     if found is not None and found[0].name == "best.pt" and str(found[0]) in str(good):
-        return (f"The last good checkpoint is {good}: weights only (`rlpipe eval` takes it), no "
-                f"state to resume from, so start the run again once the cause is fixed.")
+        older = [p for p in (Path(run_dir) / CKPT_DIR).glob("*.pt")
+                 if p.name != "best.pt" and not p.name.startswith(".")]
+        if not older:
+            return (f"The last good checkpoint is {good}: weights only (`rlpipe eval` takes it), "
+                    f"no state to resume from, so start the run again once the cause is fixed.")
+        newest = max(older, key=lambda p: p.stat().st_mtime_ns)
+        return (f"The last good checkpoint is {good} (weights only); `rlpipe train --resume "
+                f"{run_dir}` continues from {newest.name}, the newest one with resume state, "
+                f"once the cause is fixed.")
     resume = f" Continue from it with `rlpipe train --resume {run_dir}`" if run_dir else ""
     return f"The last good checkpoint is {good}.{resume} once the cause is fixed."
 

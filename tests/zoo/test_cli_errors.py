@@ -228,3 +228,16 @@ def test_only_errors_of_the_run_folder_become_run_folder_errors(tmp_path):
     with pytest.raises(ValueError) as info, run_folder_errors(run_dir, created=False):
         raise ValueError("something else")
     assert info.value.run_dir == run_dir  # so the CLI can name its checkpoint
+
+
+def test_when_latest_is_best_pt_the_resumable_checkpoint_is_named(tmp_path):
+    ckpt = tmp_path / "run" / "ckpt"
+    ckpt.mkdir(parents=True)
+    (ckpt / "latest.json").write_text('{"file": "best.pt", "train_iter": 7, "env_step": 90}')
+    (ckpt / "best.pt").write_bytes(b"")
+    err = FloatingPointError("trainer: 'loss' is nan at train_iter 8.")
+    message, _ = explain(err, "train", str(tmp_path / "run"))
+    assert "weights only" in message and "start the run again" in message
+    (ckpt / "iter_5.pt").write_bytes(b"")
+    message, _ = explain(err, "train", str(tmp_path / "run"))
+    assert "continues from iter_5.pt" in message and "train_iter 7" in message
