@@ -55,7 +55,7 @@ def _resume_text(err: BaseException, run_dir: Optional[str]) -> str:
     if good is None:
         return "No checkpoint was written before it: start the run again once the cause is fixed."
     if found is not None and found[0].name == "best.pt" and str(found[0]) in str(good):
-        older = [p for p in (Path(run_dir) / CKPT_DIR).glob("*.pt")
+        older = [p for p in found[0].parent.glob("*.pt")
                  if p.name != "best.pt" and not p.name.startswith(".")]
         if not older:
             return (f"The last good checkpoint is {good}: weights only (`rlpipe eval` takes it), "
