@@ -8,10 +8,12 @@ import sys
 from typing import List, Optional
 
 USAGE_ERROR = 2
+DEBUG_HELP = "on an error, show the Python traceback too (also: RLPIPE_DEBUG=1)"
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlpipe", description="Train and evaluate RL agents.")
+    parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list the zoo entries")
 
@@ -44,6 +46,9 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("target", help="a run folder (runs/<name>/<timestamp>/) or a .pt file")
     evaluate.add_argument("--episodes", type=int, default=10)
     evaluate.add_argument("--seed", type=int, default=12345)
+    for command in sub.choices.values():  # also after the command: `rlpipe train --debug ...`
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                             help=DEBUG_HELP)
     return parser
 
 
@@ -91,10 +96,13 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    from rlpipe.cli_errors import debug_requested, explain, format_traceback
     from rlpipe.engine.parallel import LearnerDiedError
+    from rlpipe.envs import EnvFailureError
     from rlpipe.zoo import Interrupted
 
     args = _parser().parse_args(argv)
+    debug = debug_requested(args.debug)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         if args.command == "list":
@@ -111,10 +119,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     except LearnerDiedError as died:
         print(f"rlpipe {args.command}: error: {died}", file=sys.stderr)
         return 1
-    except (KeyError, ValueError, TypeError, ImportError, FileNotFoundError) as exc:
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"rlpipe {args.command}: error: {message}", file=sys.stderr)
-        return USAGE_ERROR
+    # bad input and unwritable folders: one line, exit 2; a run stopped by non-finite numbers or
+    # a crash-looping env: one paragraph naming the checkpoint to resume from, exit 1
+    except (KeyError, ValueError, TypeError, ImportError, OSError, FloatingPointError,
+            EnvFailureError) as exc:
+        if debug:
+            print(format_traceback(exc), file=sys.stderr, end="")
+        message, code = explain(exc, args.command,
+                                getattr(args, "resume", None) or getattr(args, "run_dir", None))
+        print(message, file=sys.stderr)
+        return code
 
 
 if __name__ == "__main__":

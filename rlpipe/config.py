@@ -168,14 +168,16 @@ def _parse_value(text: str) -> Any:
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        if text.strip().lower().lstrip("+-") in ("nan", "inf", "infinity"):
+            return float(text)  # not literals, but numbers: the range checks then refuse them
         return text  # a plain word such as CartPole-v1 or adam
 
 
 def apply_overrides(cfg: Mapping, overrides: Iterable[str]) -> EasyDict:
     """Apply ``"a.b.c=value"`` overrides (e.g. from ``--set``) and return a new EasyDict.
 
-    Values are Python literals (``3e-4``, ``True``, ``None``, ``(64, 64)``, ``'text'``); anything
-    that is not a literal is kept as the raw string. Where the existing value is a str, the raw
+    Values are Python literals (``3e-4``, ``True``, ``None``, ``(64, 64)``, ``'text'``) or the
+    floats ``nan``/``inf``/``-inf``; anything else is kept as the raw string. Where the existing value is a str, the raw
     text is used as is (``env.id=1`` stays ``"1"``). Keys must exist (below a None or empty-dict
     value any key is accepted); types are checked as in `merge_config`.
     """

@@ -157,3 +157,9 @@ def test_allow_unknown_copies_extras_and_still_checks_types():
     assert cfg.learn.update_per_collect == 3 and cfg.other.x == 1 and cfg.learn.lr == 0.5
     with pytest.raises(ConfigTypeError, match="'learn.lr'"):
         merge_config(defaults(), {"learn": {"lr": "x"}}, allow_unknown=True)
+
+
+def test_override_nan_and_inf_are_floats_for_number_keys_and_text_for_str_keys():
+    cfg = apply_overrides(defaults(), ["learn.lr=nan", "learn.gamma=-inf"])
+    assert np.isnan(cfg.learn.lr) and cfg.learn.gamma == -np.inf
+    assert apply_overrides(defaults(), ["device=inf"]).device == "inf"

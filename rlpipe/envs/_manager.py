@@ -19,6 +19,7 @@ from rlpipe.envs._native import NativeBackend, native_is_known_good
 from rlpipe.envs._obs import BatchObs, check_space
 from rlpipe.envs._outcome import Failure
 from rlpipe.envs._registry import EnvFactory, resolve_env
+from rlpipe.envs._restarts import RestartBudget
 
 __all__ = ["EnvManager", "StepResult"]
 
@@ -78,8 +79,13 @@ class EnvManager:
         step_timeout: seconds a step (or reset) may take before it counts as a failure. Only
             mode ``"async"`` can enforce it — a step running in this process cannot be stopped
             safely — so other modes raise ``ValueError`` if it is set.
-        max_restarts: recovered failures allowed over the manager's life before
-            :class:`EnvFailureError` is raised.
+        max_restarts: recovered failures (restarts) allowed within ``restart_window`` steps;
+            one more raises :class:`EnvFailureError` naming the env and its last traceback.
+            ``0``: the first failure ends the run.
+        restart_window: the window, in steps of this manager (batched ``step()`` calls), over
+            which restarts are counted: an env that crashes now and then runs on, one that
+            crashes more than ``max_restarts`` times within any ``restart_window`` steps stops
+            the run. ``None``: restarts are counted over the manager's whole life.
         env_kwargs: keyword arguments for ``gymnasium.make`` / the factory (merged over a short
             name's registered ones).
 
@@ -99,9 +105,11 @@ class EnvManager:
         step_timeout: float | None = None,
         max_restarts: int = 100,
         env_kwargs: dict[str, Any] | None = None,
+        restart_window: int | None = None,
     ) -> None:
         self._closed = True  # until fully built, so close()/__del__ are safe on early errors
-        _check_args(n_envs, seed, mode, step_timeout, max_restarts)
+        _check_args(n_envs, seed, mode, step_timeout)
+        budget = RestartBudget(max_restarts, restart_window)
         source = resolve_env(env, env_kwargs)
         self.mode: str = _resolve_mode(mode, source.gym_id, n_envs)
         if step_timeout is not None and self.mode != "async":
@@ -115,7 +123,9 @@ class EnvManager:
         self.seed = seed
         self.step_timeout = step_timeout
         self.max_restarts = max_restarts
-        self.restarts = 0
+        self.restart_window = restart_window
+        self.restarts = 0  # over the manager's life
+        self._budget = budget
         self._backend: LoopBackend | AsyncBackend | NativeBackend
         if self.mode == "native":
             self._backend = NativeBackend(source, n_envs, seed)
@@ -163,7 +173,10 @@ class EnvManager:
         self._check_open("reset")
         if seed is None and self._reset_count == 0:
             seed = self.seed
-        obs, failures = self._backend.reset(seed)
+        try:
+            obs, failures = self._backend.reset(seed)
+        except EnvFailureError as err:
+            raise self._named(err) from err
         self._reset_count += 1
         self._ep_return[:] = 0.0
         self._ep_start = [self._t] * self.n_envs
@@ -176,9 +189,12 @@ class EnvManager:
         if self._needs_reset:
             self._check_open("step")
             raise RuntimeError("EnvManager.step() called before reset(); call reset() first")
-        obs, next_obs, reward, terminated, truncated, rows, invalid, failures, infos = (
-            self._backend.step(actions)
-        )
+        try:
+            obs, next_obs, reward, terminated, truncated, rows, invalid, failures, infos = (
+                self._backend.step(actions)
+            )
+        except EnvFailureError as err:
+            raise self._named(err) from err
         ep_return = self._ep_return
         ep_return += reward
         self._t = t = self._t + 1
@@ -201,25 +217,29 @@ class EnvManager:
             self._record(failures)
         return StepResult(obs, next_obs, reward, terminated, truncated, valid, episodes, infos)
 
+    def _named(self, err: EnvFailureError) -> EnvFailureError:
+        """`err` with this manager's env label (a backend's error does not know it)."""
+        if err.env_label is not None:
+            return err
+        return EnvFailureError(f"env {self.env_label}: {err}", env_label=self.env_label,
+                               last_traceback=err.last_traceback)
+
+    def recent_restarts(self) -> int:
+        """Restarts counted against ``max_restarts``: those of the last ``restart_window``
+        steps (all of them when the window is None)."""
+        return self._budget.recent(self._t)
+
     def _record(self, failures: list[Failure]) -> None:
         for failure in failures:
             self.restarts += failure.count
-            log.warning(
-                "env %s: %s (restart %d of at most %d; the episode in progress was dropped).\n%s",
-                self.env_label, failure.what, self.restarts, self.max_restarts, failure.text,
-            )
-        if self.restarts > self.max_restarts:
-            raise EnvFailureError(
-                f"env {self.env_label} needed {self.restarts} restarts, more than "
-                f"max_restarts={self.max_restarts}; fix the env or raise max_restarts. Last "
-                f"failure: {failures[-1].what}\n{failures[-1].text}"
-            )
+        self._budget.record(failures, self._t, self.env_label)
 
     def _check_open(self, what: str) -> None:
         if self._closed:
             raise RuntimeError(f"EnvManager.{what}() called after close()")
 
-    _BOOKKEEPING = ("_ep_return", "_t", "_ep_start", "_needs_reset", "_reset_count", "restarts")
+    _BOOKKEEPING = ("_ep_return", "_t", "_ep_start", "_needs_reset", "_reset_count", "restarts",
+                    "_budget")
 
     def get_state(self) -> bytes:
         """The whole simulation state (sub-envs, their RNGs, episode bookkeeping, the action
@@ -287,7 +307,7 @@ class EnvManager:
 
 
 def _check_args(
-    n_envs: int, seed: int | None, mode: str, step_timeout: float | None, max_restarts: int
+    n_envs: int, seed: int | None, mode: str, step_timeout: float | None
 ) -> None:
     if not isinstance(n_envs, (int, np.integer)) or isinstance(n_envs, bool) or n_envs < 1:
         raise ValueError(f"EnvManager: n_envs must be a positive int, got {n_envs!r}")
@@ -299,8 +319,6 @@ def _check_args(
         raise ValueError(
             f"EnvManager: step_timeout must be None or > 0 seconds, got {step_timeout!r}"
         )
-    if not isinstance(max_restarts, (int, np.integer)) or max_restarts < 0:
-        raise ValueError(f"EnvManager: max_restarts must be an int >= 0, got {max_restarts!r}")
 
 
 def _resolve_mode(mode: str, gym_id: str | None, n_envs: int) -> str:

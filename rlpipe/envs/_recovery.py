@@ -90,7 +90,8 @@ class RecoveringEnv(gym.Wrapper):
                 raise EnvFailureError(
                     f"sub-env {self._index} failed {self._consecutive_failures} times without a "
                     f"single successful step in between, so restarting it does not help; fix the "
-                    f"env (or the actions sent to it). Its tracebacks:\n" + "\n".join(tracebacks)
+                    f"env (or the actions sent to it). Its tracebacks:\n" + "\n".join(tracebacks),
+                    last_traceback=tracebacks[-1],
                 )
             self._restarts += 1
             try:

@@ -7,6 +7,7 @@ from typing import Any, Dict, Mapping, Optional
 from easydict import EasyDict
 
 from rlpipe.config import merge_config
+from rlpipe.config_checks import check_config
 from rlpipe.data import PrioritizedReplayBuffer, ReplayBuffer, SampleRatioController
 from rlpipe.engine import Role, parallel, task
 from rlpipe.envs import EnvManager
@@ -27,8 +28,11 @@ RUN_DEFAULTS: Dict[str, Any] = dict(
     max_wall_time=None,
     progress=True,
     resume_from=None,
+    # max_restarts: env restarts (crashes, hangs) allowed within restart_window steps of one
+    # env manager (batched steps; None: the whole run); one more stops the run, naming the env
+    # and its last traceback. An env that crashes now and then runs on; a crash loop stops.
     env=dict(id=None, n_envs=8, eval_n_envs=5, mode="auto", stop_value=None, step_timeout=None,
-             env_kwargs={}),
+             env_kwargs={}, max_restarts=10, restart_window=1000),
     replay=dict(capacity=100_000, prioritized=False, alpha=0.6, beta=0.4, min_samples=1000,
                 max_updates_per_step=None, save_buffer=True),
     logger=dict(tensorboard=True),
@@ -46,9 +50,10 @@ def default_config(policy_cls: Any) -> EasyDict:
 
 def resolve_config(policy_cls: Any, entry_config: Mapping,
                    user: Optional[Mapping] = None) -> EasyDict:
-    """Defaults ← the zoo entry's config ← the user's config; unknown keys are errors."""
+    """Defaults ← the zoo entry's config ← the user's config; unknown keys are errors, and so
+    are values outside their range (`rlpipe.config_checks.RANGES`)."""
     cfg = merge_config(default_config(policy_cls), entry_config)
-    return merge_config(cfg, user or {})
+    return check_config(merge_config(cfg, user or {}))
 
 
 def make_envs(cfg: Any) -> tuple:
@@ -57,7 +62,8 @@ def make_envs(cfg: Any) -> tuple:
     spaces the policy is built from, so no env worker is started for nothing."""
     env_cfg = cfg.env
     common = dict(mode=env_cfg.mode, step_timeout=env_cfg.step_timeout,
-                  env_kwargs=dict(env_cfg.env_kwargs) or None)
+                  env_kwargs=dict(env_cfg.env_kwargs) or None,
+                  max_restarts=env_cfg.max_restarts, restart_window=env_cfg.restart_window)
     spaces_only = dict(common, mode="sync", step_timeout=None)
     collector_env = EnvManager(env_cfg.id, n_envs=env_cfg.n_envs, seed=cfg.seed, **common) \
         if task.serves(Role.COLLECTOR) else EnvManager(env_cfg.id, seed=cfg.seed, **spaces_only)

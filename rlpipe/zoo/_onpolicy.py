@@ -7,6 +7,7 @@ from typing import Any, Dict, Mapping, Optional
 from easydict import EasyDict
 
 from rlpipe.config import merge_config
+from rlpipe.config_checks import check_config
 from rlpipe.engine import task
 from rlpipe.middleware import (StepCollector, gae_estimator, interaction_evaluator,
                                multistep_trainer)
@@ -25,8 +26,11 @@ RUN_DEFAULTS: Dict[str, Any] = dict(
     max_wall_time=None,
     progress=True,
     resume_from=None,
+    # max_restarts: env restarts (crashes, hangs) allowed within restart_window steps of one
+    # env manager (batched steps; None: the whole run); one more stops the run, naming the env
+    # and its last traceback. An env that crashes now and then runs on; a crash loop stops.
     env=dict(id=None, n_envs=8, eval_n_envs=5, mode="auto", stop_value=None, step_timeout=None,
-             env_kwargs={}),
+             env_kwargs={}, max_restarts=10, restart_window=1000),
     logger=dict(tensorboard=True),
     ckpt=dict(train_freq=5000),
 )
@@ -40,7 +44,8 @@ def default_config(policy_cls: Any) -> EasyDict:
 
 def resolve_config(policy_cls: Any, entry_config: Mapping,
                    user: Optional[Mapping] = None) -> EasyDict:
-    """Defaults ← the zoo entry's config ← the user's config; unknown keys are errors.
+    """Defaults ← the zoo entry's config ← the user's config; unknown keys are errors, and so
+    are values outside their range (`rlpipe.config_checks.RANGES`).
 
     A linear learning-rate schedule without `policy.learn.lr_decay_env_steps` decays over the
     run's `max_env_step`.
@@ -49,7 +54,7 @@ def resolve_config(policy_cls: Any, entry_config: Mapping,
     learn = cfg.policy.learn
     if learn.get("lr_schedule") == "linear" and learn.get("lr_decay_env_steps") is None:
         learn.lr_decay_env_steps = int(cfg.max_env_step)
-    return cfg
+    return check_config(cfg)
 
 
 def run_onpolicy(cfg: Any, policy_cls: Any) -> Dict[str, Any]:

@@ -16,6 +16,9 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional
 from easydict import EasyDict
 
 from rlpipe.config import apply_overrides
+from rlpipe.config_checks import check_config
+
+from ._folder_errors import run_folder_errors
 
 ENTRIES: Dict[str, str] = {
     "cartpole-dqn": "rlpipe.zoo.cartpole.dqn",
@@ -58,7 +61,7 @@ class Entry:
         # an entry module may bring its pipeline's own resolve_config (e.g. the on-policy one)
         resolve = getattr(self.module, "resolve_config", resolve_config)
         cfg = resolve(self.policy_cls, self.config, user)
-        return apply_overrides(cfg, list(overrides))
+        return check_config(apply_overrides(cfg, list(overrides)))  # --set values in range too
 
     def check_requirements(self) -> None:
         for module_name, extra in getattr(self.module, "REQUIRES", {}).items():
@@ -176,9 +179,12 @@ def train(name: str, seed: int = 0, overrides: Iterable[str] = (), run_dir: Opti
         user["parallel"] = {"collectors": 1, "evaluator": True, "backend": backend or "local"}
     cfg = entry.resolve(user, overrides)
     check_distributed(name, cfg, cfg.get("parallel", {}).get("collectors", 0))
-    cfg.run_dir = run_dir or new_run_dir(name, runs_root)
+    created = run_dir is None or not os.path.exists(run_dir)
+    with run_folder_errors(run_dir or os.path.join(runs_root, name), created=False):
+        cfg.run_dir = run_dir or new_run_dir(name, runs_root)
     logging.getLogger("rlpipe").info("training %s in %s", name, cfg.run_dir)
-    return _run(entry, cfg, ray_address)
+    with run_folder_errors(cfg.run_dir, created=created):  # one line for an unwritable folder
+        return _run(entry, cfg, ray_address)
 
 
 def resume(run_dir: str, name: Optional[str] = None, overrides: Iterable[str] = (),
@@ -220,4 +226,5 @@ def resume(run_dir: str, name: Optional[str] = None, overrides: Iterable[str] = 
     cfg.resume_from = str(load_checkpoint(run_dir, which="resumable")["path"])
     logging.getLogger("rlpipe").info("resuming %s in %s from %s", trained, run_dir,
                                      cfg.resume_from)
-    return _run(entry, cfg, ray_address)
+    with run_folder_errors(run_dir, created=False):
+        return _run(entry, cfg, ray_address)

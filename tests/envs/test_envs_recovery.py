@@ -4,6 +4,7 @@ import logging
 import os
 import signal
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -83,6 +84,50 @@ def test_restart_limit_raises():
         with pytest.raises(EnvFailureError, match="max_restarts=1"):
             for _ in range(10):
                 m.step(np.zeros(1, dtype=np.int64))
+
+
+def test_restart_limit_error_names_the_env_and_its_last_traceback():
+    with EnvManager(flaky(fail_at=2), n_envs=1, seed=0, mode="sync", max_restarts=0) as m:
+        m.reset()
+        m.step(np.zeros(1, dtype=np.int64))
+        with pytest.raises(EnvFailureError) as info:
+            m.step(np.zeros(1, dtype=np.int64))
+    err = info.value
+    assert err.env_label == m.env_label and m.env_label in str(err)
+    assert "RuntimeError: boom on step 2" in err.last_traceback
+    assert "env_fakes.py" in err.last_traceback
+
+
+def test_restarts_are_counted_within_the_window():
+    # fails every 5th step of each instance: a restart every 5 manager steps
+    with EnvManager(flaky(fail_at=5), n_envs=1, seed=0, mode="sync", max_restarts=2,
+                    restart_window=10) as m:
+        m.reset()
+        for _ in range(60):  # 12 restarts in all, never more than 2 within 10 steps
+            m.step(np.zeros(1, dtype=np.int64))
+        assert m.restarts == 12 and m.recent_restarts() <= 2
+    with EnvManager(flaky(fail_at=5), n_envs=1, seed=0, mode="sync", max_restarts=2,
+                    restart_window=16) as m:  # 4 failures within 16 steps: more than 2
+        m.reset()
+        with pytest.raises(EnvFailureError, match="3 restarts within 16 steps"):
+            for _ in range(60):
+                m.step(np.zeros(1, dtype=np.int64))
+        assert m.restarts == 3
+
+
+def test_restart_window_must_be_a_positive_number_of_steps():
+    with pytest.raises(ValueError, match="restart_window must be None or an int >= 1"):
+        EnvManager(CountingEnv, restart_window=0)
+
+
+def test_env_failure_error_keeps_its_details_through_pickle():
+    import pickle
+
+    err = EnvFailureError("env X: gave up", env_label="X", last_traceback="Traceback ...")
+    back = pickle.loads(pickle.dumps(err))
+    assert (str(back), back.env_label, back.last_traceback) == (str(err), "X", "Traceback ...")
+    again = EnvFailureError(back)  # how gymnasium re-raises a worker's exception
+    assert again.env_label == "X" and again.last_traceback == "Traceback ..."
 
 
 def test_env_failing_right_after_every_restart_gives_up():
@@ -177,8 +222,18 @@ def test_garbage_collected_manager_leaves_no_process(no_leaked_children):
 
 @pytest.mark.parametrize("how", ["raise", "exit"])
 def test_async_env_failing_after_every_restart_gives_up(how, no_leaked_children):
-    with EnvManager(flaky(fail_at=1, how=how), n_envs=2, mode="async") as m:
+    # gymnasium's AsyncVectorEnv reports a worker's exception as UserWarnings holding its
+    # traceback; record them here (and check them) instead of printing them in the test run
+    with warnings.catch_warnings(record=True) as caught, \
+            EnvManager(flaky(fail_at=1, how=how), n_envs=2, mode="async") as m:
+        warnings.simplefilter("always")
         m.reset()
-        with pytest.raises(EnvFailureError):
+        with pytest.raises(EnvFailureError) as info:
             for _ in range(10):
                 m.step(ZEROS)
+    assert info.value.env_label == m.env_label
+    texts = [str(w.message) for w in caught]
+    if how == "raise":
+        assert "boom on step 1" in (info.value.last_traceback or "")
+        assert any("Received the following error" in t for t in texts), texts
+        assert any("boom on step 1" in t for t in texts), texts

@@ -17,6 +17,14 @@ from rlpipe.policies import DQNPolicy
     (["eval", "runs/does-not-exist"], ["does not exist", "run folder"]),
     (["train", "--resume", "runs/does-not-exist"], ["no such run folder"]),
     (["train"], ["--resume", "rlpipe list"]),
+    # values that cannot work are refused before a run starts (no ZeroDivisionError later)
+    (["train", "cartpole-dqn", "--set", "policy.collect.n_sample=0"],
+     ["policy.collect.n_sample", "an int >= 1"]),
+    (["train", "cartpole-dqn", "--set", "policy.learn.gamma=1.5"],
+     ["policy.learn.gamma", "in [0, 1]"]),
+    (["train", "cartpole-ppo", "--set", "policy.learn.lr=nan"], ["policy.learn.lr", "> 0"]),
+    (["train", "pendulum-sac", "--set", "policy.learn.tau=0"], ["policy.learn.tau", "(0, 1]"]),
+    (["train", "cartpole-dqn", "--set", "env.max_restarts=-1"], ["env.max_restarts", ">= 0"]),
 ])
 def test_cli_bad_input(argv, expected, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

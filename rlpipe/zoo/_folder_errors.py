@@ -1,0 +1,102 @@
+"""Run-folder errors: an unwritable, full or invalid run folder becomes one `RunDirError` that
+names the folder and the OS error, and a folder this run created is not left half-made.
+
+Every other exception that leaves a run gets the folder as its `run_dir` attribute, so the
+command line can name the checkpoint to resume from (see `rlpipe.cli_errors`).
+"""
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+import shutil
+from pathlib import Path
+from typing import Iterator, Optional
+
+__all__ = ["RunDirError", "run_folder_errors"]
+
+log = logging.getLogger("rlpipe")
+
+# OS errors without a file name that can only come from writing the run folder
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EROFS, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)}
+
+
+class RunDirError(OSError):
+    """The run folder cannot be made or written; `run_dir` names it, `cause` is the OS error."""
+
+    def __init__(self, run_dir: str, cause: OSError) -> None:
+        super().__init__(cause.errno, cause.strerror)
+        self.run_dir = str(run_dir)
+        self.cause = cause
+        self.message = (
+            f"cannot write the run folder {self.run_dir!r}: {cause}. Pass a writable folder "
+            f"with --run-dir (or free space on its disk) and run again.")
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _within(path: Optional[str], run_dir: Path) -> bool:
+    """Whether `path` lies in `run_dir` or is one of its parents (a parent that cannot be made)."""
+    if path is None:
+        return False
+    p = Path(os.path.abspath(os.fspath(path)))
+    return p == run_dir or run_dir in p.parents or p in run_dir.parents
+
+
+def is_folder_error(err: OSError, run_dir: str) -> bool:
+    """Whether `err` comes from making or writing `run_dir` (not, say, a missing data file)."""
+    folder = Path(os.path.abspath(run_dir))
+    names = [n for n in (err.filename, getattr(err, "filename2", None)) if n is not None]
+    if names:
+        return any(_within(os.fsdecode(n) if isinstance(n, bytes) else str(n), folder)
+                   for n in names)
+    return err.errno in _WRITE_ERRNOS
+
+
+def _started(run_dir: Path) -> bool:
+    """Whether the run got as far as logging or checkpointing (its folder then holds results)."""
+    metrics = run_dir / "metrics.jsonl"
+    if metrics.is_file() and metrics.stat().st_size > 0:
+        return True
+    ckpt = run_dir / "ckpt"
+    return ckpt.is_dir() and any(p.suffix == ".pt" for p in ckpt.iterdir())
+
+
+def _remove_unstarted(run_dir: Path) -> None:
+    if not run_dir.is_dir() or _started(run_dir):
+        return
+    try:
+        shutil.rmtree(run_dir)
+    except OSError as err:  # reported, not raised: the folder error itself is what the user needs
+        log.warning("could not remove the half-made run folder %s: %s", run_dir, err)
+
+
+@contextlib.contextmanager
+def run_folder_errors(run_dir: str, created: bool) -> Iterator[None]:
+    """Turn an OS error of `run_dir` into `RunDirError`; `created`: this run made the folder,
+    so a folder that holds no results yet is removed on such an error. Any other exception is
+    re-raised as it is, with `run_dir` set on it."""
+    try:
+        yield
+    except RunDirError:
+        raise
+    except OSError as err:
+        if not is_folder_error(err, run_dir):
+            _note(err, run_dir)
+            raise
+        if created:
+            _remove_unstarted(Path(run_dir))
+        raise RunDirError(run_dir, err) from err
+    except Exception as err:
+        _note(err, run_dir)
+        raise
+
+
+def _note(err: BaseException, run_dir: str) -> None:
+    if getattr(err, "run_dir", None) is None:
+        try:
+            err.run_dir = str(run_dir)  # type: ignore[attr-defined]
+        except AttributeError:  # an exception type with __slots__: the CLI falls back to --run-dir
+            pass

@@ -1,0 +1,142 @@
+"""Values that cannot work are refused when a config is resolved, one line naming key and range."""
+import math
+
+import pytest
+
+from rlpipe.config import ConfigError
+from rlpipe.config_checks import RANGES, ConfigRangeError, Range, check_config, rule_for
+from rlpipe.policies import DQNPolicy, PPOPolicy, SACPolicy, TD3Policy
+from rlpipe.zoo import _offpolicy, _onpolicy
+
+POLICIES = (DQNPolicy, PPOPolicy, SACPolicy, TD3Policy)
+
+
+def resolve(policy_cls, user):
+    module = _onpolicy if policy_cls is PPOPolicy else _offpolicy
+    return module.resolve_config(policy_cls, {"env": {"id": "CartPole-v1"}}, user)
+
+
+def nested(dotted, value):
+    out = value
+    for part in reversed(dotted.split(".")):
+        out = {part: out}
+    return out
+
+
+@pytest.mark.parametrize("policy_cls", POLICIES)
+def test_defaults_pass(policy_cls):
+    resolve(policy_cls, {})
+
+
+BAD = [
+    # (policy, key, bad value, words the message must hold)
+    (DQNPolicy, "policy.collect.n_sample", 0, "an int >= 1"),
+    (DQNPolicy, "env.n_envs", 0, "an int >= 1"),
+    (DQNPolicy, "env.eval_n_envs", -1, "an int >= 1"),
+    (DQNPolicy, "replay.capacity", 0, "an int >= 1"),
+    (DQNPolicy, "replay.min_samples", -5, "an int >= 0"),
+    (DQNPolicy, "replay.beta", 1.5, "[0, 1]"),
+    (DQNPolicy, "policy.learn.batch_size", 0, "an int >= 1"),
+    (DQNPolicy, "policy.learn.update_per_collect", 0, "an int >= 1"),
+    (DQNPolicy, "ckpt.train_freq", 0, "an int >= 1"),
+    (DQNPolicy, "policy.eval.evaluator.eval_freq", 0, "an int >= 1"),
+    (DQNPolicy, "policy.eval.evaluator.n_episode", 0, "an int >= 1"),
+    (DQNPolicy, "policy.learn.lr", 0.0, "> 0"),
+    (DQNPolicy, "policy.learn.lr", math.nan, "> 0"),
+    (DQNPolicy, "policy.learn.lr", math.inf, "> 0"),
+    (DQNPolicy, "policy.learn.gamma", 1.01, "[0, 1]"),
+    (DQNPolicy, "policy.learn.tau", 0.0, "(0, 1]"),
+    (DQNPolicy, "policy.learn.target_update_freq", 0, "an int >= 1"),
+    (DQNPolicy, "policy.other.eps.start", 1.2, "[0, 1]"),
+    (DQNPolicy, "policy.other.eps.end", -0.1, "[0, 1]"),
+    (DQNPolicy, "policy.other.eps.decay", 0, "an int >= 1"),
+    (DQNPolicy, "max_env_step", 0, "an int >= 1"),
+    (DQNPolicy, "env.max_restarts", -1, "an int >= 0"),
+    (DQNPolicy, "env.restart_window", 0, "an int >= 1, or None"),
+    (DQNPolicy, "policy.model.hidden", (64, 0), "list of ints >= 1"),
+    (PPOPolicy, "policy.learn.epoch_per_collect", 0, "an int >= 1"),
+    (PPOPolicy, "policy.learn.gae_lambda", 2.0, "[0, 1]"),
+    (PPOPolicy, "policy.learn.clip_ratio", 0.0, "> 0"),
+    (PPOPolicy, "policy.learn.entropy_coef", -0.01, ">= 0"),
+    (SACPolicy, "policy.learn.actor_lr", -3e-4, "> 0"),
+    (SACPolicy, "policy.learn.critic_lr", 0.0, "> 0"),
+    (SACPolicy, "policy.learn.alpha_lr", 0.0, "> 0"),
+    (SACPolicy, "policy.learn.tau", 1.5, "(0, 1]"),
+    (SACPolicy, "policy.learn.init_alpha", 0.0, "> 0"),
+    (SACPolicy, "policy.learn.actor_update_freq", 0, "an int >= 1"),
+    (TD3Policy, "policy.learn.policy_delay", 0, "an int >= 1"),
+    (TD3Policy, "policy.collect.noise_scale", -0.1, ">= 0"),
+]
+
+
+@pytest.mark.parametrize("policy_cls, key, value, allowed", BAD,
+                         ids=[f"{p.__name__}-{k}={v}" for p, k, v, _ in BAD])
+def test_value_out_of_range_is_one_line_naming_key_and_range(policy_cls, key, value, allowed):
+    with pytest.raises(ConfigRangeError) as info:
+        resolve(policy_cls, nested(key, value))
+    err = info.value
+    assert isinstance(err, ConfigError) and isinstance(err, ValueError)
+    assert err.key == key
+    message = str(err)
+    assert len(message.splitlines()) == 1
+    assert f"{key!r}" in message and allowed in message, message
+
+
+def test_none_is_refused_where_the_key_must_be_set_and_accepted_where_it_means_off():
+    with pytest.raises(ConfigRangeError, match="'policy.collect.n_sample' is None"):
+        resolve(DQNPolicy, nested("policy.collect.n_sample", None))
+    cfg = resolve(DQNPolicy, {"policy": {"learn": {"grad_clip": None, "tau": None}},
+                              "env": {"restart_window": None}, "max_train_iter": None})
+    assert cfg.policy.learn.grad_clip is None and cfg.env.restart_window is None
+
+
+def test_edges_of_closed_ranges_are_allowed():
+    cfg = resolve(DQNPolicy, {"policy": {"learn": {"gamma": 1.0, "tau": 1.0},
+                                         "other": {"eps": {"start": 1.0, "end": 0.0}}},
+                              "env": {"max_restarts": 0}, "replay": {"min_samples": 0}})
+    assert cfg.policy.learn.gamma == 1.0 and cfg.env.max_restarts == 0
+
+
+def test_huge_but_finite_learning_rate_passes():
+    # the NaN-loss stop is tested with lr=1e39: a finite rate is the learner's business
+    assert resolve(DQNPolicy, nested("policy.learn.lr", 1e39)).policy.learn.lr == 1e39
+
+
+def test_log_std_bounds_must_be_ordered():
+    with pytest.raises(ConfigRangeError, match="log_std_min.*below the maximum"):
+        resolve(SACPolicy, {"policy": {"model": {"log_std_min": 2.0, "log_std_max": -5.0}}})
+
+
+def test_a_new_policys_keys_are_checked_by_their_names():
+    cfg = {"policy": {"learn": {"lr": 1e-3, "q_lr": 0.0, "batch_size": 32}}}
+    with pytest.raises(ConfigRangeError, match="'policy.learn.q_lr'.*> 0"):
+        check_config(cfg)
+    assert rule_for("policy.learn.sync_freq") is not None
+    assert rule_for("policy.model.encoder_hidden").sizes
+    assert rule_for("policy.learn.some_new_switch") is None
+
+
+def test_every_numeric_default_of_every_policy_has_a_range():
+    """A key added to a policy or RUN_DEFAULTS without a range (by name or by pattern) fails
+    here: add a line to RANGES (or a name the patterns cover)."""
+    unchecked_ok = {"policy.model.dueling", "policy.learn.double_q", "policy.learn.huber",
+                    "policy.learn.auto_alpha", "policy.learn.adv_norm",
+                    "policy.model.share_encoder", "policy.model.obs_norm", "env.stop_value"}
+    for policy_cls in POLICIES:
+        cfg = resolve(policy_cls, {})
+        stack = [("", cfg)]
+        while stack:
+            path, node = stack.pop()
+            for key, value in node.items():
+                full = f"{path}.{key}" if path else key
+                if isinstance(value, dict):
+                    stack.append((full, value))
+                elif (isinstance(value, (int, float)) and not isinstance(value, bool)
+                      and full not in unchecked_ok):
+                    assert rule_for(full) is not None, f"{policy_cls.__name__}: {full}"
+
+
+def test_range_words():
+    assert Range(low=0, high=1, low_open=True).describe() == "a finite number in (0, 1]"
+    assert Range(low=1, integer=True, optional=True).describe() == "an int >= 1, or None"
+    assert all(isinstance(p, str) and isinstance(r, Range) for p, r in RANGES)
