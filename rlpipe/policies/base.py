@@ -4,7 +4,8 @@ A policy subclass implements `default_config()`, the four `_forward_*`/`_refresh
 `state_dict()`/`load_state_dict()`; the base builds the faces that middleware use:
 
 - ``policy.collect_mode``: ``forward(obs, **collect_kwargs) -> {"action": np.ndarray, ...}`` and
-  ``refresh()`` (copy the learner's weights into the acting copy; called at each iteration start);
+  ``refresh()`` (copy the learner's weights into the acting copy; called at each iteration start),
+  and ``value(obs)`` where the policy defines a ``value`` method (on-policy baselines);
 - ``policy.eval_mode``: ``forward(obs) -> {"action": ...}`` (greedy / deterministic);
 - ``policy.learn_mode``: ``forward(batch) -> {stat: float, ...}`` and ``train_iter``.
 """
@@ -54,6 +55,17 @@ class _CollectFace:
     @property
     def cfg(self) -> EasyDict:
         return self.policy.cfg
+
+    @property
+    def value(self) -> Callable[[Any], Any]:
+        """The policy's `value(obs) -> [B]` when it defines one (gae_estimator bootstraps with
+        it); an AttributeError otherwise, so ``getattr(face, "value", None)`` tells."""
+        value = getattr(self.policy, "value", None)
+        if value is None:
+            raise AttributeError(f"{type(self.policy).__name__} has no value(obs) method, so its "
+                                 "collect_mode has none; define value(obs) on the policy to give "
+                                 "on-policy estimators such as gae_estimator a baseline.")
+        return value
 
     def __repr__(self) -> str:
         return f"<collect_mode of {type(self.policy).__name__}>"
