@@ -1,4 +1,5 @@
-"""Contracts: which context fields a middleware reads and writes."""
+"""Contracts: which context fields a middleware reads and writes, which events it emits, and
+whether it may finish the run."""
 from __future__ import annotations
 
 import dataclasses
@@ -22,6 +23,10 @@ class Contract:
     role: Optional[Role] = None
     """The process role the middleware belongs to (None: every process). In a process that does
     not serve that role, `task.use()` puts a no-op in its place (see `Task.serves`)."""
+    emits: FrozenSet[str] = frozenset()
+    """Events the middleware emits through `current_task().emit(...)` (e.g. "eval_end")."""
+    finishes: bool = False
+    """Whether the middleware may set `current_task().finish = True` (end the run)."""
 
     def conflicts_with(self, later: "Contract") -> bool:
         """Whether `later` must wait for this one in an iteration (write/read, read/write, write/write)."""
@@ -32,23 +37,30 @@ class Contract:
 
 def contract(
     reads: Iterable[str] = (), writes: Iterable[str] = (), reads_after: Iterable[str] = (),
-    role: Union[Role, str, None] = None,
+    role: Union[Role, str, None] = None, emits: Iterable[str] = (), finishes: bool = False,
 ) -> Callable[[T], T]:
     """Declare the context fields a middleware uses; decorate a function or a class.
 
     `role` (a `Role` or its value, e.g. "collector") names the process role the middleware
     belongs to in a distributed run; leave it None for middleware every process runs.
+    `emits` names the events it emits with `current_task().emit(...)`; `finishes=True` says it
+    may end the run with `current_task().finish = True` (both shown by the middleware table and
+    `rlpipe graph`; the task checks listeners against the declared events).
 
-    >>> @contract(reads=("obs",), writes=("action",), role="collector")
+    >>> @contract(reads=("obs",), writes=("action",), role="collector", emits=("acted",))
     ... def act(ctx): ...
     """
-    for arg_name, arg in (("reads", reads), ("writes", writes), ("reads_after", reads_after)):
+    for arg_name, arg in (("reads", reads), ("writes", writes), ("reads_after", reads_after),
+                          ("emits", emits)):
         if isinstance(arg, str):
             raise TypeError(
                 f"contract({arg_name}={arg!r}): pass a tuple of field names, e.g. ({arg!r},)"
             )
+    if not isinstance(finishes, bool):
+        raise TypeError(f"contract(finishes={finishes!r}): pass True (the middleware may set "
+                        f"current_task().finish) or False")
     declared = Contract(frozenset(reads), frozenset(writes), frozenset(reads_after),
-                        None if role is None else Role.parse(role))
+                        None if role is None else Role.parse(role), frozenset(emits), finishes)
 
     def decorate(target: T) -> T:
         setattr(target, _ATTR, declared)
