@@ -14,6 +14,7 @@ from ._contract import Contract, contract, contract_of, redeclare
 from ._errors import PipelineError
 from ._events import EventBus
 from ._flow import Flow, Node, Suspended, discard
+from ._listeners import warn_unheard_listeners
 from ._names import middleware_name, set_name
 from ._profile import MiddlewareStats, Profile
 from ._roles import Role
@@ -246,6 +247,7 @@ class Task:
         if not nodes:
             raise PipelineError("the chain is empty: add middleware with task.use(fn) before task.run()")
         validate_chain([(n.name, n.contract) for n in nodes], self.ctx)
+        warn_unheard_listeners([(n.name, n.contract) for n in nodes], self._events.events())
         if self._ctx_used:
             self.renew()
         if self._async:
