@@ -1,4 +1,4 @@
-"""`rlpipe list | train | eval`: the command line."""
+"""`rlpipe list | train | eval | plot`: the command line."""
 from __future__ import annotations
 
 import argparse
@@ -44,6 +44,14 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("target", help="a run folder (runs/<name>/<timestamp>/) or a .pt file")
     evaluate.add_argument("--episodes", type=int, default=10)
     evaluate.add_argument("--seed", type=int, default=12345)
+
+    plot = sub.add_parser("plot", help="learning curves of run folders, e.g. "
+                                       "`rlpipe plot runs/cartpole-dqn/* --out curves.png`")
+    plot.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
+                      help="run folders; runs of one entry are drawn as mean and 95%% interval")
+    plot.add_argument("--out", default="curves.png",
+                      help="the figure to write, .png or .svg (default curves.png)")
+
     return parser
 
 
@@ -90,6 +98,15 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_plot(args: argparse.Namespace) -> int:
+    from rlpipe.zoo._plot import plot_runs
+
+    drawn, path = plot_runs(args.run_dirs, args.out)
+    groups = sorted({f"{c.label} ({c.runs} run{'s' if c.runs > 1 else ''})" for c in drawn})
+    print(f"wrote {path}: {', '.join(groups)}")
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     from rlpipe.engine.parallel import LearnerDiedError
     from rlpipe.zoo import Interrupted
@@ -101,6 +118,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             return _cmd_list()
         if args.command == "train":
             return _cmd_train(args)
+        if args.command == "plot":
+            return _cmd_plot(args)
         return _cmd_eval(args)
     except Interrupted as stop:
         print(f"rlpipe {args.command}: {stop}", file=sys.stderr)
