@@ -1,4 +1,4 @@
-"""`rlpipe list | train | eval | plot`: the command line."""
+"""`rlpipe list | train | eval | plot | graph`: the command line."""
 from __future__ import annotations
 
 import argparse
@@ -52,6 +52,12 @@ def _parser() -> argparse.ArgumentParser:
     plot.add_argument("--out", default="curves.png",
                       help="the figure to write, .png or .svg (default curves.png)")
 
+    graph = sub.add_parser("graph", help="a zoo entry's pipeline: each middleware, the fields "
+                                         "it reads and writes, what overlaps in async mode")
+    graph.add_argument("name", help="zoo entry (see `rlpipe list`)")
+    graph.add_argument("--set", dest="overrides", action="append", default=[],
+                       metavar="KEY=VALUE", help="override a config value, as for train")
+    graph.add_argument("--out", help="draw it to this .png or .svg file instead of printing it")
     return parser
 
 
@@ -107,6 +113,22 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_graph(args: argparse.Namespace) -> int:
+    from rlpipe.zoo._figures import check_out, save_figure
+    from rlpipe.zoo._graph import entry_graph, format_graph
+
+    if args.out is not None:
+        check_out(args.out)  # refuse before building anything
+    graph = entry_graph(args.name, args.overrides)
+    if args.out is None:
+        print(format_graph(graph))
+        return 0
+    from rlpipe.zoo._graph_draw import draw_graph
+
+    print(f"wrote {save_figure(draw_graph(graph), args.out, dpi=90)}")
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     from rlpipe.engine.parallel import LearnerDiedError
     from rlpipe.zoo import Interrupted
@@ -120,6 +142,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             return _cmd_train(args)
         if args.command == "plot":
             return _cmd_plot(args)
+        if args.command == "graph":
+            return _cmd_graph(args)
         return _cmd_eval(args)
     except Interrupted as stop:
         print(f"rlpipe {args.command}: {stop}", file=sys.stderr)
