@@ -13,7 +13,7 @@ import copy
 import dataclasses
 import io
 import tempfile
-from typing import Any, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Any, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 from rlpipe.engine import Contract, Task, contract_of
 from rlpipe.engine._scheduler import dependencies
@@ -57,11 +57,17 @@ class PipelineGraph:
     levels: Tuple[int, ...]
     """For each stage, the length of its longest chain of waits (0: starts at once)."""
     note: str = ""
+    kept: Optional[FrozenSet[str]] = None
+    """The context's kept fields, when known."""
 
 
 def graph_of_chain(chain: Sequence[Tuple[str, Optional[Contract]]], title: str = "pipeline",
-                   note: str = "") -> PipelineGraph:
-    """The dataflow graph of `chain`, a list of (middleware name, contract or None)."""
+                   note: str = "", kept: Optional[Iterable[str]] = None) -> PipelineGraph:
+    """The dataflow graph of `chain`, a list of (middleware name, contract or None).
+
+    `kept`: the context's kept fields; a field read before any middleware of the iteration
+    writes it comes from the previous iteration only if kept (None: assume every field is).
+    """
     stages = tuple(Stage(i, name, c) for i, (name, c) in enumerate(chain))
     contracts = [s.contract for s in stages]
     deps = dependencies(contracts)
@@ -73,11 +79,12 @@ def graph_of_chain(chain: Sequence[Tuple[str, Optional[Contract]]], title: str =
     overlaps = tuple(tuple(i for i in range(len(stages))
                            if i != j and i not in before[j] and j not in before[i])
                      for j in range(len(stages)))
-    return PipelineGraph(title, stages, tuple(_edges(contracts)), tuple(deps), overlaps,
-                         tuple(levels), note)
+    kept = None if kept is None else frozenset(kept)
+    edges = tuple(_edges(contracts, kept))
+    return PipelineGraph(title, stages, edges, tuple(deps), overlaps, tuple(levels), note, kept)
 
 
-def _edges(contracts: Sequence[Optional[Contract]]) -> Iterable[Edge]:
+def _edges(contracts: Sequence[Optional[Contract]], kept: Optional[frozenset]) -> Iterable[Edge]:
     writers = [c.writes if c is not None else frozenset() for c in contracts]
     for j, c in enumerate(contracts):
         if c is None:
@@ -87,7 +94,7 @@ def _edges(contracts: Sequence[Optional[Contract]]) -> Iterable[Edge]:
             later = [i for i in range(j, len(contracts)) if field in writers[i]]  # j: its own
             if earlier:
                 yield Edge(earlier[-1], j, field, SAME)
-            elif later:
+            elif later and (kept is None or field in kept):
                 yield Edge(later[-1], j, field, PREVIOUS)
         for field in sorted(c.reads_after):
             others = [i for i in range(len(contracts)) if i != j and field in writers[i]]
@@ -148,7 +155,8 @@ def pipeline_graph(cfg: Any, policy_cls: Any, title: str = "pipeline") -> Pipeli
         finally:
             pipeline.close()
     kind = "off-policy" if offpolicy else "on-policy"
-    return graph_of_chain(chain, f"{title} ({kind} pipeline, {len(chain)} middleware)", note)
+    return graph_of_chain(chain, f"{title} ({kind} pipeline, {len(chain)} middleware)", note,
+                          kept=pipeline.ctx.kept)
 
 
 def entry_graph(name: str, overrides: Iterable[str] = ()) -> PipelineGraph:
@@ -184,7 +192,8 @@ def format_graph(graph: PipelineGraph) -> str:
             for field in sorted(c.reads):
                 e = sources.get((i, field))
                 if e is None:
-                    reads.append(f"{field} (initial or kept value)")
+                    kept = graph.kept is not None and field in graph.kept
+                    reads.append(f"{field} ({'kept' if kept else 'initial value'})")
                 elif e.when == SAME:
                     reads.append(f"{field} <- [{e.source}]")
                 else:
@@ -195,13 +204,15 @@ def format_graph(graph: PipelineGraph) -> str:
                 after = [f"{e.field} <- [{e.source}]" for e in graph.edges
                          if e.target == i and e.when == AFTER]
                 lines.append(f"    after yield: {', '.join(after) or _fields(c.reads_after)}")
-            events = f"emits {_fields(c.emits)}" if c.emits else "emits —"
-            lines.append(f"    events:      {events}{'; may finish the run' if c.finishes else ''}")
+            events = [f"emits {_fields(c.emits)}"] if c.emits else []
+            events += ["may finish the run"] if c.finishes else []
+            if events:
+                lines.append(f"    events:      {'; '.join(events)}")
         waits = ", ".join(f"[{k}]" for k in graph.waits_for[i]) or "nothing"
         beside = ", ".join(f"[{k}]" for k in graph.overlaps[i]) or "nothing"
         lines.append(f"    async:       waits for {waits}; may overlap {beside}")
     lines += ["", "`a <- [k]`: the value of a that middleware [k] wrote earlier in the iteration "
-              f"(`{PREVIOUS}`: in the one before, a kept field).",
+              f"(`{PREVIOUS}`: in the one before; a kept field).",
               "async: what task.start(async_mode=True) waits for (a write/read, read/write or "
               "write/write conflict) and runs at the same time."]
     if graph.note:

@@ -36,6 +36,15 @@ def test_edges_waits_and_overlaps_of_a_small_chain():
         assert all(j in g.overlaps[i] for i in others)
 
 
+def test_only_kept_fields_come_from_the_previous_iteration():
+    chain = [("act", _c(reads=("obs", "train_iter"), writes=("action",))),
+             ("step", _c(reads=("action",), writes=("obs",))),
+             ("learn", _c(reads=("train_iter",), writes=("train_iter",)))]
+    g = graph_of_chain(chain, kept={"train_iter"})
+    assert Edge(2, 0, "train_iter", PREVIOUS) in g.edges
+    assert not any(e.field == "obs" and e.when == PREVIOUS for e in g.edges)  # starts fresh
+
+
 def test_an_undeclared_middleware_is_a_barrier():
     g = graph_of_chain([("a", _c(writes=("obs",))), ("user", None), ("b", _c(reads=("obs",)))])
     assert g.waits_for == ((), (0,), (0, 1)) and g.overlaps == ((), (), ())
@@ -68,6 +77,7 @@ def test_cli_prints_the_graph(capsys):
     assert "[3] data_pusher._data_pusher" in out and "trajectories <- [2]" in out
     assert "events:      emits eval_end; may finish the run" in out
     assert "[2] StepCollector  (role: collector)" in out
+    assert "total_step (kept)" in out and "collect_kwargs <- [1]" in out
     assert "waits for [0], [1]; may overlap [4]" in out  # the collector beside the learner
 
 
