@@ -6,7 +6,7 @@ from PIL import Image
 from rlpipe.cli import main
 from rlpipe.engine import contract, contract_of
 from rlpipe.engine._scheduler import dependencies
-from rlpipe.zoo import train
+from rlpipe.zoo import MissingDependencyError, list_entries, train
 from rlpipe.zoo._graph import AFTER, PREVIOUS, SAME, Edge, entry_graph, graph_of_chain
 
 DQN_CHAIN = ["interaction_evaluator._evaluator", "eps_greedy_handler._eps_greedy",
@@ -120,3 +120,14 @@ def test_cli_refusals(argv, expected, capsys, tmp_path, monkeypatch):
 def test_async_off_policy_graph_says_train_uses_processes(capsys):
     assert main(["graph", "cartpole-dqn", "--set", "async_mode=True"]) == 0
     assert "in processes of their own" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list_entries())
+def test_every_zoo_entry_has_a_graph(name):
+    try:
+        g = entry_graph(name)
+    except MissingDependencyError as missing:
+        pytest.skip(str(missing))
+    assert g.stages[0].name == "interaction_evaluator._evaluator"
+    assert any(s.contract is not None and s.contract.finishes for s in g.stages)
