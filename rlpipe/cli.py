@@ -1,4 +1,4 @@
-"""`rlpipe list | train | eval`: the command line."""
+"""`rlpipe list | train | eval | plot | graph`: the command line."""
 from __future__ import annotations
 
 import argparse
@@ -46,6 +46,21 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("target", help="a run folder (runs/<name>/<timestamp>/) or a .pt file")
     evaluate.add_argument("--episodes", type=int, default=10)
     evaluate.add_argument("--seed", type=int, default=12345)
+
+    plot = sub.add_parser("plot", help="learning curves of run folders, e.g. "
+                                       "`rlpipe plot runs/cartpole-dqn/* --out curves.png`")
+    plot.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
+                      help="run folders; runs of one entry are drawn as mean and 95%% interval")
+    plot.add_argument("--out", default="curves.png",
+                      help="the figure to write, .png or .svg (default curves.png)")
+
+    graph = sub.add_parser("graph", help="a zoo entry's pipeline: each middleware, the fields "
+                                         "it reads and writes, what overlaps in async mode")
+    graph.add_argument("name", help="zoo entry (see `rlpipe list`)")
+    graph.add_argument("--set", dest="overrides", action="append", default=[],
+                       metavar="KEY=VALUE", help="override a config value, as for train")
+    graph.add_argument("--out", help="draw it to this .png or .svg file instead of printing it")
+
     for command in sub.choices.values():  # also after the command: `rlpipe train --debug ...`
         command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                              help=DEBUG_HELP)
@@ -95,6 +110,31 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_plot(args: argparse.Namespace) -> int:
+    from rlpipe.zoo._plot import plot_runs
+
+    drawn, path = plot_runs(args.run_dirs, args.out)
+    groups = sorted({f"{c.label} ({c.runs} run{'s' if c.runs > 1 else ''})" for c in drawn})
+    print(f"wrote {path}: {', '.join(groups)}")
+    return 0
+
+
+def _cmd_graph(args: argparse.Namespace) -> int:
+    from rlpipe.zoo._figures import check_out, save_figure
+    from rlpipe.zoo._graph import entry_graph, format_graph
+
+    if args.out is not None:
+        check_out(args.out)  # refuse before building anything
+    graph = entry_graph(args.name, args.overrides)
+    if args.out is None:
+        print(format_graph(graph))
+        return 0
+    from rlpipe.zoo._graph_draw import draw_graph
+
+    print(f"wrote {save_figure(draw_graph(graph), args.out, dpi=90)}")
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     from rlpipe.cli_errors import debug_requested, explain, format_traceback
     from rlpipe.engine.parallel import LearnerDiedError
@@ -109,6 +149,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             return _cmd_list()
         if args.command == "train":
             return _cmd_train(args)
+        if args.command == "plot":
+            return _cmd_plot(args)
+        if args.command == "graph":
+            return _cmd_graph(args)
         return _cmd_eval(args)
     except Interrupted as stop:
         print(f"rlpipe {args.command}: {stop}", file=sys.stderr)

@@ -23,7 +23,7 @@ def _examples():
     import rlpipe.middleware as mw
 
     run_dir = tempfile.mkdtemp(prefix="rlpipe-table-")
-    cfg = EasyDict(run_dir=run_dir, env=dict(stop_value=None), ckpt=dict(train_freq=None),
+    cfg = EasyDict(run_dir=run_dir, env=dict(stop_value=195.0), ckpt=dict(train_freq=None),
                    policy=dict(collect=dict(n_sample=8, n_episode=1, random_collect_size=0),
                                learn=dict(batch_size=4, update_per_collect=1, nstep=3, gamma=0.9,
                                           gae_lambda=0.95),
@@ -86,8 +86,8 @@ def table() -> str:
     from rlpipe.engine import contract_of
 
     rows = ["| middleware | role | reads | reads if the context has them | writes | "
-            "reads after `yield` |",
-            "|---|---|---|---|---|---|"]
+            "reads after `yield` | emits | finishes |",
+            "|---|---|---|---|---|---|---|---|"]
     for call, built in _examples().items():
         c = contract_of(built)
         if c is None:
@@ -95,7 +95,8 @@ def table() -> str:
         fmt = lambda names: ", ".join(f"`{n}`" for n in sorted(names)) or "—"
         role = c.role.value if c.role is not None else "all"
         rows.append(f"| `{call}` | {role} | {fmt(c.reads)} | {fmt(c.optional_reads)} | "
-                    f"{fmt(c.writes)} | {fmt(c.reads_after)} |")
+                    f"{fmt(c.writes)} | {fmt(c.reads_after)} | {fmt(c.emits)} | "
+                    f"{'yes' if c.finishes else '—'} |")
     return "\n".join(rows)
 
 

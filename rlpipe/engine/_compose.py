@@ -61,7 +61,9 @@ def _serial_contract(contracts: List[Optional[Contract]]) -> Optional[Contract]:
         writes |= c.writes
         reads_after |= c.reads_after
     return Contract(frozenset(reads), frozenset(writes), frozenset(reads_after),
-                    _common_role(contracts), frozenset(optional - reads))
+                    _common_role(contracts), frozenset(optional - reads),
+                    emits=frozenset().union(*(c.emits for c in contracts)),
+                    finishes=any(c.finishes for c in contracts))
 
 
 def _common_role(contracts: List[Contract]) -> Any:
@@ -92,6 +94,8 @@ class Parallel:
                 frozenset().union(*(c.reads_after for c in contracts)),
                 _common_role(contracts),
                 frozenset().union(*(c.optional_reads for c in contracts)),
+                emits=frozenset().union(*(c.emits for c in contracts)),
+                finishes=any(c.finishes for c in contracts),
             ))
 
     def __call__(self, ctx: Any) -> Iterator[None]:

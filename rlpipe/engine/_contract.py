@@ -1,4 +1,5 @@
-"""Contracts: which context fields a middleware reads and writes."""
+"""Contracts: which context fields a middleware reads and writes, which events it emits, and
+whether it may finish the run."""
 from __future__ import annotations
 
 import dataclasses
@@ -26,6 +27,10 @@ class Contract:
     """Fields read only when the context class declares them (e.g. `env_step`, which an
     `OfflineRLContext` does not have). Against a context that declares one, it is a read like
     any other (validated, and ordered in async mode); one it does not declare is ignored."""
+    emits: FrozenSet[str] = frozenset()
+    """Events the middleware emits through `current_task().emit(...)` (e.g. "eval_end")."""
+    finishes: bool = False
+    """Whether the middleware may set `current_task().finish = True` (end the run)."""
 
     def conflicts_with(self, later: "Contract") -> bool:
         """Whether `later` must wait for this one in an iteration (write/read, read/write,
@@ -46,6 +51,7 @@ class Contract:
 def contract(
     reads: Iterable[str] = (), writes: Iterable[str] = (), reads_after: Iterable[str] = (),
     role: Union[Role, str, None] = None, optional_reads: Iterable[str] = (),
+    emits: Iterable[str] = (), finishes: bool = False,
 ) -> Callable[[T], T]:
     """Declare the context fields a middleware uses; decorate a function or a class.
 
@@ -53,21 +59,27 @@ def contract(
     belongs to in a distributed run; leave it None for middleware every process runs.
     `optional_reads` are fields read only if the context has them ("read if the context has
     it"): the middleware must then check, e.g. with `getattr(ctx, "env_step", None)`.
+    `emits` names the events it emits with `current_task().emit(...)`; `finishes=True` says it
+    may end the run with `current_task().finish = True` (both shown by the middleware table and
+    `rlpipe graph`; the task checks listeners against the declared events).
 
-    >>> @contract(reads=("obs",), writes=("action",), role="collector")
+    >>> @contract(reads=("obs",), writes=("action",), role="collector", emits=("acted",))
     ... def act(ctx): ...
     >>> @contract(reads=("train_iter",), optional_reads=("env_step",))
     ... def report(ctx): print(ctx.train_iter, getattr(ctx, "env_step", None))
     """
     for arg_name, arg in (("reads", reads), ("writes", writes), ("reads_after", reads_after),
-                          ("optional_reads", optional_reads)):
+                          ("optional_reads", optional_reads), ("emits", emits)):
         if isinstance(arg, str):
             raise TypeError(
                 f"contract({arg_name}={arg!r}): pass a tuple of field names, e.g. ({arg!r},)"
             )
+    if not isinstance(finishes, bool):
+        raise TypeError(f"contract(finishes={finishes!r}): pass True (the middleware may set "
+                        f"current_task().finish) or False")
     declared = Contract(frozenset(reads), frozenset(writes), frozenset(reads_after),
                         None if role is None else Role.parse(role),
-                        frozenset(optional_reads) - frozenset(reads))
+                        frozenset(optional_reads) - frozenset(reads), frozenset(emits), finishes)
 
     def decorate(target: T) -> T:
         setattr(target, _ATTR, declared)

@@ -52,6 +52,11 @@ class EventBus:
                 exc.add_note(f"in handler {middleware_name(fn)!r} of event {event!r}")
                 raise
 
+    def events(self) -> frozenset:
+        """The events that have a listener now."""
+        with self._lock:
+            return frozenset(self._handlers)
+
     def clear(self) -> None:
         with self._lock:
             self._handlers.clear()

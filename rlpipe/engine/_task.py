@@ -17,6 +17,7 @@ from ._events import EventBus, EventsMixin
 from ._flow import Flow, Node
 from ._iterate import iterate_async, iterate_sync
 from ._wrappers import Locked, decorated, lock_of, split
+from ._listeners import warn_unheard_listeners
 from ._names import middleware_name, set_name
 from ._profile import MiddlewareStats, Profile
 from ._roles import Role, RolesMixin
@@ -272,6 +273,7 @@ class Task(RolesMixin, EventsMixin):
             raise PipelineError("the chain is empty: add middleware with task.use(fn) before task.run()")
         entries = resolve_chain([(n.name, n.contract) for n in nodes], self.ctx)
         validate_chain(entries, self.ctx)
+        warn_unheard_listeners([(n.name, n.contract) for n in nodes], self._events.events())
         if self._ctx_used:
             self.renew()
         if self._async:

@@ -95,7 +95,7 @@ def rolloutor(policy: Any, env: Any, transitions: Optional[List] = None) -> Call
     @contract(
         reads=("obs", "action", "inference_output", "env_step", "env_episode"),
         writes=("trajectories", "trajectory_end_idx", "episode_info", "env_step", "env_episode"),
-        role=Role.COLLECTOR,
+        role=Role.COLLECTOR, emits=("episode_end",),
     )
     def _rolloutor(ctx: OnlineRLContext) -> None:
         result = env.step(ctx.action)
@@ -127,7 +127,7 @@ def _cursor_for(env: Any, seed: Optional[int]) -> _EnvCursor:
 @contract(
     reads=("collect_kwargs", "env_step", "env_episode"),
     writes=("trajectories", "trajectory_end_idx", "episode_info", "env_step", "env_episode"),
-    role=Role.COLLECTOR,
+    role=Role.COLLECTOR, emits=("episode_end",),
 )
 class StepCollector:
     """Collect `cfg.policy.collect.n_sample` env steps (summed over envs) per iteration.
@@ -197,7 +197,7 @@ class StepCollector:
     reads=("collect_kwargs", "env_step", "env_episode"),
     writes=("episodes", "trajectories", "trajectory_end_idx", "episode_info", "env_step",
             "env_episode"),
-    role=Role.COLLECTOR,
+    role=Role.COLLECTOR, emits=("episode_end",),
 )
 class EpisodeCollector:
     """Collect `cfg.policy.collect.n_episode` whole episodes per iteration into `ctx.episodes`.

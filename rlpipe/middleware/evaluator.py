@@ -48,7 +48,7 @@ def interaction_evaluator(cfg: Any, policy: Any, env: Any, render: bool = False)
     @contract(
         reads=("train_iter", "last_eval_iter"),
         writes=("eval_value", "eval_output", "last_eval_iter", "last_eval_value"),
-        role=Role.EVALUATOR,
+        role=Role.EVALUATOR, emits=("eval_end",), finishes=stop_value is not None,
         optional_reads=("env_step",),
     )
     def _evaluator(ctx: OnlineRLContext) -> None:

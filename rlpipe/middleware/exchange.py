@@ -103,7 +103,8 @@ class _Shared:
         return True
 
 
-@contract(reads=("env_step", "env_episode"), writes=("env_step",), role=Role.COLLECTOR)
+@contract(reads=("env_step", "env_episode"), writes=("env_step",), role=Role.COLLECTOR,
+          finishes=True)
 class ReceiveWeights:
     """Collector, first in the chain: newest weights, the run's env-step count, finish."""
 
@@ -158,7 +159,8 @@ class ReceiveTrajectories:
             writes += ["eval_value", "eval_output", "last_eval_iter", "last_eval_value",
                        "eval_weights"]
         # it reads no learner field, so in async mode the learner trains while it waits
-        contract(reads=("env_step", "env_episode"), writes=writes, role=Role.LEARNER)(self)
+        contract(reads=("env_step", "env_episode"), writes=writes, role=Role.LEARNER,
+                 emits=("eval_end",) if shared.link.evaluator else (), finishes=True)(self)
 
     def __call__(self, ctx: OnlineRLContext) -> None:
         s = self.s
@@ -224,7 +226,7 @@ class PublishWeights:
 
 
 @contract(reads=("train_iter",), writes=("train_iter", "env_step", "env_episode"),
-          role=Role.EVALUATOR)
+          role=Role.EVALUATOR, finishes=True)
 class ReceiveWeightsToEvaluate:
     """Evaluator, first in the chain: wait for weights newer than the last ones, take them
     with the learner's train_iter and env_step at publication."""

@@ -78,7 +78,7 @@ def termination_checker(
             logger.info("termination_checker ends the run: %s", "; ".join(reasons))
 
     return contract(reads=tuple(field for field, _, _ in counters), writes=(),
-                    role=Role.LEARNER)(_terminate)
+                    role=Role.LEARNER, finishes=True)(_terminate)
 
 
 __all__ = ["termination_checker"]

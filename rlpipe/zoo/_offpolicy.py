@@ -1,8 +1,9 @@
 """The off-policy pipeline shared by the zoo's DQN (and later SAC/TD3) entries."""
 from __future__ import annotations
 
+import dataclasses
 import time
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from easydict import EasyDict
 
@@ -90,6 +91,63 @@ def make_buffer(cfg: Any) -> Any:
     return ReplayBuffer(replay.capacity, seed=cfg.seed, controller=controller)
 
 
+@dataclasses.dataclass
+class Pipeline:
+    """A zoo pipeline built but not started: the run's first context, how to put its
+    middleware on a started task, and the env managers to close afterwards."""
+
+    ctx: Any
+    install: Callable[[Any], None]
+    """`install(task)`: `task.use(...)` every middleware of the pipeline, in order."""
+    envs: Tuple[Any, ...]
+
+    def close(self) -> None:
+        """Close the env managers (also when the pipeline never ran)."""
+        for env in self.envs:
+            env.close()
+
+
+def build_offpolicy(cfg: Any, policy_cls: Any, compressor: Any = None,
+                    decompressor: Any = None) -> Pipeline:
+    """Envs, policy, buffer, collector and (resumed) context of the off-policy pipeline, and
+    its middleware in the order of DI-engine's middleware guide; nothing runs yet."""
+    collector_env, evaluator_env = make_envs(cfg)
+    envs = (collector_env, evaluator_env)
+    try:
+        if cfg.policy.get("seed", 0) is None:  # network init and exploration follow the run's seed
+            cfg.policy.seed = cfg.seed
+        policy = policy_cls(cfg.policy, collector_env.observation_space,
+                            collector_env.action_space)
+        buffer_ = make_buffer(cfg)
+        collector = StepCollector(cfg, policy.collect_mode, collector_env)
+        run_state = RunState(cfg.run_dir, collector_env, evaluator_env, collector, buffer_,
+                             save_buffer=cfg.replay.save_buffer) if cfg.run_dir else None
+        ctx = resumed_context(cfg, policy, run_state)
+    except BaseException:
+        for env in envs:
+            env.close()
+        raise
+    link = parallel.link()
+    exchange = Exchange(cfg, policy, link, compressor, decompressor) if link else None
+
+    def install(task: Any) -> None:
+        if exchange is not None:
+            task.use(exchange.receive)
+        task.use(interaction_evaluator(cfg, policy.eval_mode, evaluator_env))
+        if getattr(policy_cls, "explores_with_eps", False):  # DQN; SAC/TD3 explore alone
+            task.use(eps_greedy_handler(cfg))
+        task.use(collector)
+        if cfg.policy.learn.get("nstep", 1) > 1:
+            task.use(nstep_reward_enhancer(cfg))
+        task.use(data_pusher(cfg, buffer_))
+        task.use(OffPolicyLearner(cfg, policy.learn_mode, buffer_))
+        if exchange is not None:
+            task.use(exchange.send)
+        use_run_tail(task, cfg, policy, run_state)
+
+    return Pipeline(ctx, install, envs)
+
+
 def run_offpolicy(cfg: Any, policy_cls: Any, compressor: Any = None,
                   decompressor: Any = None) -> Dict[str, Any]:
     """Train `policy_cls` with the pipeline of DI-engine's middleware guide; return a summary.
@@ -98,39 +156,16 @@ def run_offpolicy(cfg: Any, policy_cls: Any, compressor: Any = None,
     it to the others (`compressor`/`decompressor`: optional functions on the trajectories)."""
     seed_everything(cfg.seed)
     limit_torch_threads()
-    collector_env, evaluator_env = make_envs(cfg)
-    if cfg.policy.get("seed", 0) is None:  # network init and exploration follow the run's seed
-        cfg.policy.seed = cfg.seed
-    policy = policy_cls(cfg.policy, collector_env.observation_space, collector_env.action_space)
-    buffer_ = make_buffer(cfg)
-    collector = StepCollector(cfg, policy.collect_mode, collector_env)
-    run_state = RunState(cfg.run_dir, collector_env, evaluator_env, collector, buffer_,
-                         save_buffer=cfg.replay.save_buffer) if cfg.run_dir else None
-    ctx = resumed_context(cfg, policy, run_state)
-    link = parallel.link()
-    exchange = Exchange(cfg, policy, link, compressor, decompressor) if link else None
+    pipeline = build_offpolicy(cfg, policy_cls, compressor, decompressor)
     start = time.perf_counter()
     best = []
     try:
-        with task.start(async_mode=cfg.async_mode, ctx=ctx):
+        with task.start(async_mode=cfg.async_mode, ctx=pipeline.ctx):
             task.on("eval_end", lambda ctx: best.append(ctx.eval_value))
-            if exchange is not None:
-                task.use(exchange.receive)
-            task.use(interaction_evaluator(cfg, policy.eval_mode, evaluator_env))
-            if getattr(policy_cls, "explores_with_eps", False):  # DQN; SAC/TD3 explore alone
-                task.use(eps_greedy_handler(cfg))
-            task.use(collector)
-            if cfg.policy.learn.get("nstep", 1) > 1:
-                task.use(nstep_reward_enhancer(cfg))
-            task.use(data_pusher(cfg, buffer_))
-            task.use(OffPolicyLearner(cfg, policy.learn_mode, buffer_))
-            if exchange is not None:
-                task.use(exchange.send)
-            use_run_tail(task, cfg, policy, run_state)
+            pipeline.install(task)
             task.run()
             ctx = task.ctx
             profile = task.profile()
     finally:
-        collector_env.close()
-        evaluator_env.close()
+        pipeline.close()
     return summary(cfg, ctx, best, start, profile)

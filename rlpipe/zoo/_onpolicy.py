@@ -12,7 +12,7 @@ from rlpipe.engine import task
 from rlpipe.middleware import (StepCollector, gae_estimator, interaction_evaluator,
                                multistep_trainer)
 
-from ._offpolicy import make_envs
+from ._offpolicy import Pipeline, make_envs
 from ._resume import RunState, resumed_context
 from ._run import limit_torch_threads, seed_everything
 from ._tail import summary, use_run_tail
@@ -57,33 +57,50 @@ def resolve_config(policy_cls: Any, entry_config: Mapping,
     return check_config(cfg)
 
 
+def build_onpolicy(cfg: Any, policy_cls: Any) -> Pipeline:
+    """Envs, policy, collector and (resumed) context of the on-policy pipeline, and its
+    middleware: evaluator → StepCollector → gae_estimator → multistep_trainer → the run's tail."""
+    collector_env, evaluator_env = make_envs(cfg)
+    envs = (collector_env, evaluator_env)
+    try:
+        if cfg.policy.get("seed", 0) is None:  # network init and sampling follow the run's seed
+            cfg.policy.seed = cfg.seed
+        policy = policy_cls(cfg.policy, collector_env.observation_space,
+                            collector_env.action_space)
+        collector = StepCollector(cfg, policy.collect_mode, collector_env)
+        run_state = (RunState(cfg.run_dir, collector_env, evaluator_env, collector)
+                     if cfg.run_dir else None)
+        ctx = resumed_context(cfg, policy, run_state)  # a fresh context unless cfg.resume_from
+    except BaseException:
+        for env in envs:
+            env.close()
+        raise
+
+    def install(task: Any) -> None:
+        task.use(interaction_evaluator(cfg, policy.eval_mode, evaluator_env))
+        task.use(collector)
+        task.use(gae_estimator(cfg, policy.collect_mode))
+        task.use(multistep_trainer(cfg, policy.learn_mode))
+        use_run_tail(task, cfg, policy, run_state)
+
+    return Pipeline(ctx, install, envs)
+
+
 def run_onpolicy(cfg: Any, policy_cls: Any) -> Dict[str, Any]:
     """Train `policy_cls` with StepCollector → gae_estimator → multistep_trainer; return a summary
     with the keys of `run_offpolicy`'s."""
     seed_everything(cfg.seed)
     limit_torch_threads()
-    collector_env, evaluator_env = make_envs(cfg)
-    if cfg.policy.get("seed", 0) is None:  # network init and sampling follow the run's seed
-        cfg.policy.seed = cfg.seed
-    policy = policy_cls(cfg.policy, collector_env.observation_space, collector_env.action_space)
-    collector = StepCollector(cfg, policy.collect_mode, collector_env)
-    run_state = (RunState(cfg.run_dir, collector_env, evaluator_env, collector)
-                 if cfg.run_dir else None)
-    ctx = resumed_context(cfg, policy, run_state)  # a fresh context unless cfg.resume_from
+    pipeline = build_onpolicy(cfg, policy_cls)
     start = time.perf_counter()
     best = []
     try:
-        with task.start(async_mode=cfg.async_mode, ctx=ctx):
+        with task.start(async_mode=cfg.async_mode, ctx=pipeline.ctx):
             task.on("eval_end", lambda ctx: best.append(ctx.eval_value))
-            task.use(interaction_evaluator(cfg, policy.eval_mode, evaluator_env))
-            task.use(collector)
-            task.use(gae_estimator(cfg, policy.collect_mode))
-            task.use(multistep_trainer(cfg, policy.learn_mode))
-            use_run_tail(task, cfg, policy, run_state)
+            pipeline.install(task)
             task.run()
             ctx = task.ctx
             profile = task.profile()
     finally:
-        collector_env.close()
-        evaluator_env.close()
+        pipeline.close()
     return summary(cfg, ctx, best, start, profile)

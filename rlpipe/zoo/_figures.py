@@ -1,0 +1,59 @@
+"""Saving figures of `rlpipe plot` and `rlpipe graph`: checked target, no display, atomic write.
+
+Figures are made as `matplotlib.figure.Figure` objects, not through pyplot, so no backend
+or display is involved (the Agg renderer writes PNGs; SVG has its own).
+"""
+from __future__ import annotations
+
+import os
+import pathlib
+from typing import Any, Sequence
+
+SUFFIXES = (".png", ".svg")
+
+
+def require_matplotlib(command: str) -> None:
+    """Raise MissingDependencyError (an ImportError) naming the extra when matplotlib is absent."""
+    import importlib.util
+
+    from ._registry import MissingDependencyError
+
+    if importlib.util.find_spec("matplotlib") is None:
+        raise MissingDependencyError(f"{command} draws with matplotlib, which is not installed; "
+                                     f"install it with: pip install \"rlpipe[plot]\"")
+
+
+def check_out(path: str, option: str = "--out", suffixes: Sequence[str] = SUFFIXES) -> pathlib.Path:
+    """`path` as a Path if a figure can be written there; else ValueError saying why and how.
+
+    The suffix picks the format; the folder must exist and be writable; an existing folder
+    named `path` is refused.
+    """
+    target = pathlib.Path(path)
+    if target.suffix.lower() not in suffixes:
+        raise ValueError(f"{option} {path!r}: name a {' or '.join(suffixes)} file "
+                         f"(the suffix picks the format), e.g. {option} curves.png")
+    folder = target.parent if str(target.parent) else pathlib.Path(".")
+    if target.is_dir():
+        raise ValueError(f"{option} {path!r} is a folder: name a file in it, "
+                         f"e.g. {option} {target / ('figure' + suffixes[0])}")
+    if not folder.is_dir():
+        raise ValueError(f"{option} {path!r}: folder {str(folder)!r} does not exist; create it "
+                         f"first or write somewhere else")
+    if not os.access(folder, os.W_OK | os.X_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise ValueError(f"{option} {path!r} cannot be written (no write permission in "
+                         f"{str(folder)!r}); write somewhere else")
+    return target
+
+
+def save_figure(fig: Any, path: str, option: str = "--out", dpi: int = 100) -> pathlib.Path:
+    """Write `fig` to `path` (format from the suffix) through a temporary file, atomically."""
+    target = check_out(path, option)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")  # created with the usual mode
+    try:
+        fig.savefig(tmp, dpi=dpi, format=target.suffix.lower().lstrip("."))
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return target
