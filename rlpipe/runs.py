@@ -42,6 +42,9 @@ ENVS_FILE = "envs.pkl"
 BUFFER_FILE = "buffer.npz"
 MANIFEST_FORMAT = "rlpipe-manifest-1"
 KEY_ENV = "RLPIPE_KEY_FILE"
+#: The task event CkptSaver emits (with the ctx) before it declares a resumable checkpoint:
+#: listeners (online_logger) flush and fsync what they wrote, so the log lengths it records hold.
+CHECKPOINT_EVENT = "checkpoint_flush"
 _TMP_MARK = ".tmp-"
 _CHUNK = 1 << 20
 
@@ -387,6 +390,6 @@ class Verified:
         return data
 
 
-__all__ = ["CheckpointError", "PathLike", "RunDir", "Verified", "atomic_write",
+__all__ = ["CHECKPOINT_EVENT", "CheckpointError", "PathLike", "RunDir", "Verified", "atomic_write",
            "atomic_write_bytes", "atomic_write_json", "atomic_write_text", "fsync_dir",
            "is_temp_file", "key_file", "sha256_file", "signing_key"]
