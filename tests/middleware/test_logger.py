@@ -206,3 +206,28 @@ def test_through_a_task(tmp_path, async_mode):
     assert [r["env_step"] for r in rows] == [10, 20, 30, 40, 50]
     assert [r["collect/episode_return_mean"] for r in rows] == [10.0, 20.0, 30.0, 40.0, 50.0]
     assert rows[-1]["train/loss"] == pytest.approx(0.2)
+
+
+def test_rows_reach_the_disk_before_a_checkpoint_is_declared(tmp_path):
+    """With a real Task: the logger flushes (and fsyncs) when the saver emits CHECKPOINT_EVENT,
+    although its periodic flush is far away, so a checkpoint's log length covers its rows."""
+    from rlpipe.engine import Task
+    from rlpipe.runs import CHECKPOINT_EVENT, RunDir
+
+    task = Task()
+    log = online_logger(EasyDict(run_dir=str(tmp_path)), tensorboard=True)
+    log.flush_secs = 3600.0
+    task.use(log)  # attach(): listens for the checkpoint event
+    _current.set_running(task)
+    try:
+        _run(log, 3)
+        on_disk = (tmp_path / "metrics.jsonl").stat().st_size
+        task.emit(CHECKPOINT_EVENT, None)
+        lengths = RunDir(tmp_path).log_lengths()
+    finally:
+        _current.set_running(None)
+    assert on_disk == 0  # still buffered before the event
+    assert lengths["metrics.jsonl"] == (tmp_path / "metrics.jsonl").stat().st_size > 0
+    assert [r["env_step"] for r in read_metrics(tmp_path)] == [10, 20, 30]
+    log.close()
+    task.emit(CHECKPOINT_EVENT, None)  # a closed logger no longer listens
