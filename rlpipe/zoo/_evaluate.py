@@ -59,8 +59,12 @@ def evaluate_run(target: str, episodes: int = 10, seed: int = 12345) -> Dict[str
     checkpoint that verifies), or with the given .pt file."""
     run = RunDir(_run_dir_of(target))
     name, plain_cfg = run.read_config()
-    entry = get_entry(name)
-    cfg = entry.resolve(plain_cfg)
+    try:
+        entry = get_entry(name)
+        cfg = entry.resolve(plain_cfg)
+    except (KeyError, ValueError, TypeError) as err:
+        message = err.args[0] if isinstance(err, KeyError) and err.args else err
+        raise ValueError(f"{run.config}: {message}") from err
     checkpoint = _load(target, run)
     env = EnvManager(cfg.env.id, n_envs=min(episodes, cfg.env.eval_n_envs), seed=seed,
                      mode=cfg.env.mode, env_kwargs=dict(cfg.env.env_kwargs) or None)
