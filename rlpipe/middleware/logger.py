@@ -130,8 +130,10 @@ class OnlineLogger:
         run = RunDir(self.run_dir)
         self.metrics_path = run.metrics
         self.tb_dir = run.tb
-        self._lock = threading.Lock()  # rows and checkpoint flushes may come from two threads
+        self._lock = threading.RLock()  # rows and checkpoint flushes may come from two threads
         self._listening: Any = None
+        self._last_seen: Any = None  # the ctx of the last iteration this logger was called for
+        self._logged_early: Any = None  # a ctx whose row a checkpoint made it write early
         self.tensorboard = bool(tensorboard) and setting(cfg, "logger.tensorboard", True) is not False
         self.train_show_freq = train_show_freq
         self.flush_secs = flush_secs
@@ -213,30 +215,38 @@ class OnlineLogger:
                 f"online_logger for {self.run_dir} was called after close(): make a new logger "
                 f"for a new run."
             )
-        metrics = self._metrics(ctx)
-        step = int(getattr(ctx, "env_step", ctx.train_iter))
-        if metrics:
-            now = time.time()
-            record: Dict[str, Union[int, float]] = {
-                "env_step": step,
-                "train_iter": int(ctx.train_iter),
-                "total_step": int(ctx.total_step),
-                "time": round(now, 3),
-                "wall_time": round(now - self._start, 3),
-            }
-            record.update(metrics)
-            with self._lock:
-                self._file.write(json.dumps(record) + "\n")
-                if self.tensorboard:
-                    writer = self._tb_writer(step)
-                    for tag, value in metrics.items():
-                        writer.add_scalar(tag, value, global_step=step, walltime=now)
+        with self._lock:
+            if self._logged_early is ctx:  # the checkpoint of this iteration already wrote it
+                self._logged_early = None
+            else:
+                self._write_row(ctx)
+            self._last_seen = ctx
         task = current_task()
         self.attach(task)
         if task.finish:
             self.flush()
         elif time.monotonic() - self._last_flush >= self.flush_secs:
             self.flush()
+
+    def _write_row(self, ctx: Any) -> None:
+        metrics = self._metrics(ctx)
+        if not metrics:
+            return
+        step = int(getattr(ctx, "env_step", ctx.train_iter))
+        now = time.time()
+        record: Dict[str, Union[int, float]] = {
+            "env_step": step,
+            "train_iter": int(ctx.train_iter),
+            "total_step": int(ctx.total_step),
+            "time": round(now, 3),
+            "wall_time": round(now - self._start, 3),
+        }
+        record.update(metrics)
+        self._file.write(json.dumps(record) + "\n")
+        if self.tensorboard:
+            writer = self._tb_writer(step)
+            for tag, value in metrics.items():
+                writer.add_scalar(tag, value, global_step=step, walltime=now)
 
     def attach(self, task: Any) -> None:
         """Called by `task.use(logger)`: flush and fsync whenever a checkpoint is about to be
@@ -249,6 +259,14 @@ class OnlineLogger:
         task.on(CHECKPOINT_EVENT, self._on_checkpoint)
 
     def _on_checkpoint(self, ctx: Any = None) -> None:
+        # A checkpoint of an iteration this logger has not logged yet (the saver runs first in
+        # the pipeline, or beside the logger in async mode): write its row now, so the
+        # checkpoint covers it, and skip it when the logger's own call comes.
+        with self._lock:
+            if ctx is not None and not self._closed and ctx is not self._last_seen \
+                    and ctx is not self._logged_early:
+                self._write_row(ctx)
+                self._logged_early = ctx
         self.flush(sync=True)
 
     def flush(self, sync: bool = False) -> None:
