@@ -3,6 +3,7 @@
 One small run is trained once (iter_<n>.pt, best.pt, final.pt, their manifests, two state
 folders); each test damages a copy of it.
 """
+import hashlib
 import json
 import logging
 import pickle
@@ -197,7 +198,6 @@ def _plant(run, marker, sign_hashes):
         for path in (run / "ckpt").glob("*.manifest.json"):
             manifest = json.loads(path.read_text())
             for rel in manifest["files"]:
-                import hashlib
                 manifest["files"][rel] = hashlib.sha256((run / "ckpt" / rel).read_bytes()).hexdigest()
             path.write_text(json.dumps(manifest))
 
