@@ -314,10 +314,8 @@ class CkptSaver:
         return paths
 
     def _last_good(self) -> Optional[Path]:
-        latest = _read_latest(self.ckpt_dir)
-        if latest and isinstance(latest.get("file"), str) and (self.ckpt_dir / latest["file"]).is_file():
-            return self.ckpt_dir / latest["file"]
-        return None
+        # The newest checkpoint a run can resume from (best.pt carries no resume state).
+        return next((p for p in checkpoint_files(self.ckpt_dir) if p.name != "best.pt"), None)
 
     def _prune(self, keep: set) -> None:
         if self.keep_last is None:

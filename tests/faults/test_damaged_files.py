@@ -222,12 +222,20 @@ def test_a_payload_pickle_is_never_unpickled(run, tmp_path, how):
 
 
 def test_a_nan_run_with_a_checkpoint_every_update_writes_only_finite_checkpoints(tmp_path):
-    from rlpipe.middleware import NonFiniteLossError, NonFiniteStateError
+    """lr=1e39 with one update and one checkpoint per iteration: the first update's loss is
+    finite but the weights it leaves are not; that checkpoint is never written."""
+    from rlpipe.middleware import NonFiniteStateError
 
     run_dir = tmp_path / "nan"
-    with pytest.raises((NonFiniteStateError, NonFiniteLossError)):
+    overrides = SMALL + ["policy.learn.update_per_collect=1", "policy.learn.lr=1e39",
+                         "ckpt.train_freq=1"]
+    with pytest.raises(NonFiniteStateError) as err:
         train("cartpole-dqn", seed=1, max_env_step=4096, run_dir=str(run_dir), progress=False,
-              overrides=SMALL + ["policy.learn.lr=1e39", "ckpt.train_freq=1"])
+              overrides=overrides)
+    assert err.value.checkpoint == run_dir / "ckpt" / "iter_1.pt"
+    assert err.value.last_good is None  # only best.pt (no resume state) was written before
+    assert "iter_1.pt was not written" in str(err.value) and "weight" in err.value.tensor
+    assert not err.value.checkpoint.exists()
     for pt in (run_dir / "ckpt").glob("*.pt"):
         state = load_checkpoint(pt)["policy"]
         stack = [state]
