@@ -268,7 +268,7 @@ class RunDir:
         lengths = {}
         for path in (self.metrics, self.log):
             if path.is_file():
-                with open(path, "rb+") as f:
+                with open(path, "rb") as f:  # fsync needs no write access
                     os.fsync(f.fileno())
                 lengths[path.name] = path.stat().st_size
         return lengths
