@@ -31,6 +31,10 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--no-progress", action="store_true", help="no progress bar")
     train.add_argument("--resume", metavar="RUN_DIR",
                        help="continue the run in RUN_DIR from its newest checkpoint")
+    train.add_argument("--trust-run-dir", action="store_true",
+                       help="with --resume: accept checkpoints not signed on this machine by "
+                            "this user (a run folder from elsewhere, or from an older rlpipe); "
+                            "resuming unpickles them, so only for folders you trust")
     train.add_argument("--collectors", type=int, metavar="N",
                        help="distributed run: a learner and N collector processes")
     train.add_argument("--backend", choices=("ray", "local"), default=None,
@@ -85,7 +89,10 @@ def _cmd_train(args: argparse.Namespace) -> int:
         result = resume(args.resume, name=args.name, overrides=args.overrides,
                         max_env_step=args.max_env_steps, progress=not args.no_progress,
                         collectors=args.collectors, evaluator=args.evaluator,
-                        ray_address=args.ray_address, backend=args.backend)
+                        ray_address=args.ray_address, backend=args.backend,
+                        trust=args.trust_run_dir)
+    elif args.trust_run_dir:
+        raise ValueError("--trust-run-dir only applies to --resume RUN_DIR")
     elif not args.name:
         raise ValueError("name a zoo entry (`rlpipe train cartpole-dqn`; `rlpipe list` shows "
                          "them) or continue a run with --resume RUN_DIR")

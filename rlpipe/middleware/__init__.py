@@ -1,6 +1,6 @@
 """The middleware library: each item is `fn(ctx)` (or builds one) with a declared contract."""
 from .buffer_io import concat_steps, data_pusher, nstep_reward_enhancer, offpolicy_data_fetcher
-from .ckpt import CkptSaver, load_checkpoint, restore_checkpoint
+from .ckpt import CkptSaver, NonFiniteStateError, load_checkpoint, restore_checkpoint
 from .collector import EpisodeCollector, StepCollector, inferencer, rolloutor
 from .evaluator import evaluate_episodes, interaction_evaluator
 from .exchange import Exchange
@@ -16,6 +16,7 @@ __all__ = [
     "EpisodeCollector",
     "Exchange",
     "NonFiniteLossError",
+    "NonFiniteStateError",
     "OffPolicyLearner",
     "StepCollector",
     "concat_steps",

@@ -5,43 +5,38 @@ A checkpoint is a dict saved with `torch.save` and loadable with `torch.load(...
     {"policy": policy.state_dict(), "ctx": ctx.kept_state(), "extra": extra_state() or None,
      "meta": {"train_iter", "env_step", "eval_value", "time", "rlpipe_version"}}
 
-Files in `<run_dir>/ckpt/`: `iter_<train_iter>.pt` (the last `keep_last` kept), `best.pt`,
-`final.pt`, and `latest.json`, which names the newest checkpoint and the best value so far.
-Every file is written to a temporary file in the same folder, fsynced and renamed over the target,
-so a crash leaves either the previous file or the new one, never half of one.
+Files in `<run_dir>/ckpt/` (named by `rlpipe.runs.RunDir`): `iter_<train_iter>.pt` (the last
+`keep_last` kept), `best.pt`, `final.pt`, each with its signed manifest `<name>.manifest.json`
+(SHA-256 of the `.pt` and of its state folder's files, the log lengths it covers), and
+`latest.json`, which names the newest checkpoint and the best value so far. Order of a save:
+state folder, `.pt`, manifest, latest.json — each atomic, so a crash leaves a checkpoint either
+complete and listed or without a manifest (never loaded as verified). A checkpoint whose policy
+state holds a NaN or infinity is never written (`NonFiniteStateError`).
 """
 from __future__ import annotations
 
 import collections
 import functools
 import io
-import json
 import math
-import pickle
-import re
 import time
-import warnings
-import zipfile
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
 import torch
 
 from rlpipe.engine import Role, contract, current_task
+from rlpipe.runs import CHECKPOINT_EVENT, CKPT_DIR, LATEST_FILE, RunDir
 
 from ._cfg import setting
-from ._io import PathLike, atomic_write_bytes, atomic_write_json, is_temp_file, resolve_run_dir
+from ._ckpt_load import (_ITER_RE, _age_key, _read_latest, checkpoint_files, load_checkpoint,
+                         load_verified, restore_checkpoint)
+from ._io import PathLike, atomic_write_bytes, atomic_write_json, resolve_run_dir
 
-CKPT_DIR = "ckpt"
-LATEST_FILE = "latest.json"
-_ITER_RE = re.compile(r"^iter_(\d+)\.pt$")
 _ATOMS = (type(None), bool, int, float, complex, str, bytes, bytearray,
           torch.Tensor, torch.Size, torch.dtype, torch.device)
-# What torch.load raises on a truncated, corrupt or foreign file.
-_LOAD_ERRORS = (RuntimeError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile, OSError,
-                ValueError, KeyError, AttributeError, ImportError, IndexError)
 
 
 @functools.lru_cache(maxsize=1)
@@ -85,6 +80,48 @@ def weights_only_safe(obj: Any, where: str = "checkpoint") -> Any:
         f"back with torch.load(weights_only=True). Store tensors, numbers, strings, and "
         f"dicts/lists/tuples of them (e.g. return obj.state_dict() or a plain dict from extra_state)."
     )
+
+
+class NonFiniteStateError(FloatingPointError):
+    """A checkpoint was not written because the policy state holds a NaN or an infinity.
+
+    `checkpoint`: the file that was not written; `tensor`: the state entry that is not finite;
+    `last_good`: the newest checkpoint on disk to resume from (a path), or None.
+    """
+
+    def __init__(self, checkpoint: Path, tensor: str, last_good: Optional[Path]) -> None:
+        where = f"resume from {last_good}" if last_good else "no earlier checkpoint exists"
+        super().__init__(f"{checkpoint} was not written: {tensor} holds a NaN or infinity "
+                         f"(diverged training, e.g. a learning rate too large); {where}")
+        self.checkpoint, self.tensor, self.last_good = checkpoint, tensor, last_good
+
+
+def _tensors(obj: Any, where: str) -> Iterator[Tuple[str, Any]]:
+    if isinstance(obj, (torch.Tensor, np.ndarray)):
+        yield where, obj
+    elif isinstance(obj, float):
+        yield where, obj
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _tensors(v, f"{where}[{k!r}]")
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            yield from _tensors(v, f"{where}[{i}]")
+
+
+def first_non_finite(state: Any, where: str = "policy.state_dict()") -> Optional[str]:
+    """The name of the first floating tensor (or float) in `state` holding a NaN or infinity."""
+    for name, value in _tensors(state, where):
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                return name
+        elif isinstance(value, torch.Tensor):
+            if value.is_floating_point() or value.is_complex():
+                if not bool(torch.isfinite(value).all()):
+                    return name
+        elif value.dtype.kind in "fc" and not np.isfinite(value).all():
+            return name
+    return None
 
 
 @contract(
@@ -178,14 +215,22 @@ class CkptSaver:
         if self.train_freq is not None:
             self._last_bucket = int(latest.get("train_iter", 0)) // self.train_freq
 
-    def _payload(self, ctx: Any, resumable: bool) -> bytes:
-        extra = self.extra_state() if callable(self.extra_state) else self.extra_state
-        resume = self.resume_state(ctx) if resumable and self.resume_state is not None else None
-        eval_value = float(ctx.eval_value) if math.isfinite(ctx.eval_value) else None
+    @property
+    def run(self) -> RunDir:
+        """The run folder this saver writes to."""
+        return RunDir(self.ckpt_dir.parent)
+
+    def _policy_state(self, ctx: Any, resumable: bool) -> Any:
         policy_state = self.policy.state_dict()
         evaluated = getattr(ctx, "eval_weights", None)
         if not resumable and evaluated:  # best.pt of another process's evaluation
             policy_state = {**policy_state, **evaluated}
+        return policy_state
+
+    def _payload(self, ctx: Any, resumable: bool, policy_state: Any) -> Tuple[bytes, Optional[str]]:
+        extra = self.extra_state() if callable(self.extra_state) else self.extra_state
+        resume = self.resume_state(ctx) if resumable and self.resume_state is not None else None
+        eval_value = float(ctx.eval_value) if math.isfinite(ctx.eval_value) else None
         state = {
             "policy": weights_only_safe(policy_state, "policy.state_dict()"),
             "ctx": weights_only_safe(ctx.kept_state(), "ctx.kept_state()"),
@@ -201,7 +246,8 @@ class CkptSaver:
         }
         buf = io.BytesIO()
         torch.save(state, buf)
-        return buf.getvalue()
+        state_dir = resume.get("state_dir") if isinstance(resume, dict) else None
+        return buf.getvalue(), state_dir if isinstance(state_dir, str) else None
 
     def __call__(self, ctx: Any) -> None:
         names: List[str] = []
@@ -248,11 +294,28 @@ class CkptSaver:
         self._armed_task = None
 
     def save(self, ctx: Any, names: List[str]) -> List[Path]:
-        """Write the checkpoint of `ctx` under each of `names` (atomically) and update latest.json."""
+        """Write the checkpoint of `ctx` under each of `names` (atomically), each with its signed
+        manifest, then update latest.json. Raises NonFiniteStateError (writing nothing) when the
+        policy state holds a NaN or infinity."""
         # iter_<n>.pt and final.pt are written at the end of an iteration: a consistent point to
         # resume from. best.pt is written mid-iteration (at evaluation) and carries no resume state.
-        data = self._payload(ctx, resumable=names != ["best.pt"])
+        resumable = names != ["best.pt"]
+        policy_state = self._policy_state(ctx, resumable)
+        bad = first_non_finite(policy_state)
+        if bad is not None:
+            raise NonFiniteStateError(self.ckpt_dir / names[0], bad, self._last_good())
+        data, state_dir = self._payload(ctx, resumable, policy_state)
+        logs: Dict[str, int] = {}
+        if resumable:
+            task = current_task()
+            emit = getattr(task, "emit", None)
+            if callable(emit):
+                emit(CHECKPOINT_EVENT, ctx)  # the logger flushes + fsyncs metrics and TensorBoard
+            logs = self.run.log_lengths()
         paths = [atomic_write_bytes(self.ckpt_dir / name, data) for name in names]
+        meta = {"train_iter": int(ctx.train_iter), "env_step": int(getattr(ctx, "env_step", 0))}
+        for name in names:
+            self.run.write_manifest(name, data, state=state_dir, logs=logs, meta=meta)
         # All names hold the same state; latest.json prefers final, then the periodic file.
         newest = min(names, key=lambda n: 0 if n == "final.pt" else 1 if _ITER_RE.match(n) else 2)
         atomic_write_json(self.ckpt_dir / LATEST_FILE, {
@@ -266,118 +329,23 @@ class CkptSaver:
             self._prune(keep=set(names))
         return paths
 
+    def _last_good(self) -> Optional[Path]:
+        # The newest checkpoint a run can resume from (best.pt carries no resume state).
+        return next((p for p in checkpoint_files(self.ckpt_dir) if p.name != "best.pt"), None)
+
     def _prune(self, keep: set) -> None:
         if self.keep_last is None:
             return
         iters = sorted((p for p in self.ckpt_dir.iterdir() if _ITER_RE.match(p.name)), key=_age_key)
         for p in iters[: max(0, len(iters) - self.keep_last)]:
             if p.name not in keep:
+                self.run.manifest(p.name).unlink(missing_ok=True)  # unverified before it is gone
                 p.unlink(missing_ok=True)
 
     def close(self) -> None:
         """Nothing to release (checkpoints are written whole); present for the middleware protocol."""
 
 
-def _age_key(p: Path) -> tuple:
-    m = _ITER_RE.match(p.name)
-    return (p.stat().st_mtime_ns, int(m.group(1)) if m else -1)
-
-
-def _read_latest(folder: Path) -> Optional[dict]:
-    path = folder / LATEST_FILE
-    if not path.is_file():
-        return None
-    try:
-        with open(path, "r", encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, json.JSONDecodeError) as err:
-        warnings.warn(f"ignoring {path}: cannot read it ({err}); checkpoints are ordered by time.",
-                      RuntimeWarning, stacklevel=3)
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def _ckpt_folder(path: Path) -> Path:
-    return path / CKPT_DIR if (path / CKPT_DIR).is_dir() else path
-
-
-def _load_one(path: Path, map_location: Any) -> dict:
-    ckpt = torch.load(path, map_location=map_location, weights_only=True)
-    if not isinstance(ckpt, dict) or "policy" not in ckpt:
-        raise ValueError("not an rlpipe checkpoint (no 'policy' entry)")
-    ckpt["path"] = str(path)
-    return ckpt
-
-
-def checkpoint_files(path_or_run_dir: PathLike) -> List[Path]:
-    """The checkpoint files of a run (or ckpt) folder, newest first: `latest.json`'s file, then by time."""
-    folder = _ckpt_folder(Path(path_or_run_dir))
-    files = sorted((p for p in folder.glob("*.pt") if not is_temp_file(p.name) and p.is_file()),
-                   key=_age_key, reverse=True)
-    latest = _read_latest(folder)
-    named = folder / latest["file"] if latest and isinstance(latest.get("file"), str) else None
-    if named is not None and named in files:
-        files.remove(named)
-        files.insert(0, named)
-    return files
-
-
-def load_checkpoint(path_or_run_dir: PathLike, map_location: Any = "cpu", which: str = "latest") -> dict:
-    """Load a checkpoint with `torch.load(weights_only=True)`; the dict gains a `"path"` entry.
-
-    `path_or_run_dir`: a `.pt` file (loaded as is; an error if it is unreadable), or a run folder
-    or its `ckpt/` folder. For a folder, `which="latest"` tries the newest checkpoint first and,
-    if a file is truncated or corrupt, warns naming it and falls back to the next newest;
-    `which="best"` / `"final"` load `best.pt` / `final.pt`; `which="resumable"` the newest
-    loadable end-of-iteration checkpoint that carries resume state.
-    """
-    path = Path(path_or_run_dir)
-    if which not in ("latest", "best", "final", "resumable"):
-        raise ValueError(f"load_checkpoint(which={which!r}): choose 'latest', 'best', 'final' "
-                         f"or 'resumable'.")
-    if not path.is_dir():
-        if not path.is_file():
-            raise FileNotFoundError(f"load_checkpoint: {path} does not exist (pass a run folder, "
-                                    f"its ckpt/ folder or a .pt file).")
-        try:
-            return _load_one(path, map_location)
-        except _LOAD_ERRORS as err:
-            raise RuntimeError(f"load_checkpoint: cannot load {path}: {err}") from err
-    folder = _ckpt_folder(path)
-    if which in ("best", "final"):
-        return load_checkpoint(folder / f"{which}.pt", map_location=map_location)
-    tried = []
-    for file in checkpoint_files(folder):
-        if which == "resumable" and file.name == "best.pt":
-            continue
-        try:
-            loaded = _load_one(file, map_location)
-            if which == "resumable" and not loaded.get("resume"):
-                continue
-            return loaded
-        except _LOAD_ERRORS as err:
-            tried.append(file.name)
-            warnings.warn(f"checkpoint {file} cannot be loaded ({type(err).__name__}: "
-                          f"{str(err).splitlines()[0] if str(err) else ''}); falling back to the "
-                          f"previous checkpoint.", RuntimeWarning, stacklevel=2)
-    raise FileNotFoundError(
-        f"no loadable checkpoint in {folder}"
-        + (f" (unreadable: {', '.join(tried)})" if tried else " (it holds no .pt file)")
-        + ": train with CkptSaver(cfg, policy, ...) writing to this run folder first."
-    )
-
-
-def restore_checkpoint(
-    path_or_run_dir: PathLike, policy: Any = None, ctx: Any = None, map_location: Any = "cpu",
-    which: str = "latest",
-) -> dict:
-    """`load_checkpoint`, then load the weights into `policy` and the kept counters into `ctx`."""
-    ckpt = load_checkpoint(path_or_run_dir, map_location=map_location, which=which)
-    if policy is not None:
-        policy.load_state_dict(ckpt["policy"])
-    if ctx is not None:
-        ctx.load_kept_state(ckpt["ctx"])
-    return ckpt
-
-
-__all__ = ["CkptSaver", "checkpoint_files", "load_checkpoint", "restore_checkpoint", "weights_only_safe"]
+__all__ = ["CHECKPOINT_EVENT", "CkptSaver", "NonFiniteStateError", "checkpoint_files",
+           "first_non_finite", "load_checkpoint", "load_verified", "restore_checkpoint",
+           "weights_only_safe"]

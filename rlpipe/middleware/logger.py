@@ -14,25 +14,28 @@ JSON keys). Keys of a row:
 - every entry of `ctx.info_for_logging`, under its own name.
 
 Non-finite and non-scalar values are skipped; numpy and torch scalars become floats. Iterations
-with nothing to log write no row. A resumed run appends to the same files and continues the same
-step axis (TensorBoard events at or after the resumed step are purged from view).
+with nothing to log write no row. Before a checkpoint saver declares a resumable checkpoint it
+emits `rlpipe.runs.CHECKPOINT_EVENT`: the logger then flushes and fsyncs the metrics file and
+TensorBoard, so the checkpoint covers every row up to it. A resumed run first cuts the files back
+to what its checkpoint covered (see rlpipe.zoo._resume), then appends on the same step axis
+(TensorBoard events at or after the resumed step are purged from view).
 """
 from __future__ import annotations
 
 import json
 import math
 import numbers
+import os
+import threading
 import time
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Union
 
 from rlpipe.engine import Role, contract, current_task
+from rlpipe.runs import CHECKPOINT_EVENT, METRICS_FILE, RunDir
 
 from ._cfg import setting
 from ._io import PathLike, resolve_run_dir
-
-METRICS_FILE = "metrics.jsonl"
-TB_DIR = "tb"
 
 
 def to_scalar(value: Any) -> Optional[float]:
@@ -124,8 +127,13 @@ class OnlineLogger:
             )
         self.run_dir = resolve_run_dir(cfg, run_dir, "online_logger")
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.metrics_path = self.run_dir / METRICS_FILE
-        self.tb_dir = self.run_dir / TB_DIR
+        run = RunDir(self.run_dir)
+        self.metrics_path = run.metrics
+        self.tb_dir = run.tb
+        self._lock = threading.RLock()  # rows and checkpoint flushes may come from two threads
+        self._listening: Any = None
+        self._last_seen: Any = None  # the ctx of the last iteration this logger was called for
+        self._logged_early: Any = None  # a ctx whose row a checkpoint made it write early
         self.tensorboard = bool(tensorboard) and setting(cfg, "logger.tensorboard", True) is not False
         self.train_show_freq = train_show_freq
         self.flush_secs = flush_secs
@@ -207,44 +215,91 @@ class OnlineLogger:
                 f"online_logger for {self.run_dir} was called after close(): make a new logger "
                 f"for a new run."
             )
-        metrics = self._metrics(ctx)
-        step = int(getattr(ctx, "env_step", ctx.train_iter))
-        if metrics:
-            now = time.time()
-            record: Dict[str, Union[int, float]] = {
-                "env_step": step,
-                "train_iter": int(ctx.train_iter),
-                "total_step": int(ctx.total_step),
-                "time": round(now, 3),
-                "wall_time": round(now - self._start, 3),
-            }
-            record.update(metrics)
-            self._file.write(json.dumps(record) + "\n")
-            if self.tensorboard:
-                writer = self._tb_writer(step)
-                for tag, value in metrics.items():
-                    writer.add_scalar(tag, value, global_step=step, walltime=now)
-        if current_task().finish:
+        with self._lock:
+            if self._logged_early is ctx:  # the checkpoint of this iteration already wrote it
+                self._logged_early = None
+            else:
+                self._write_row(ctx)
+            self._last_seen = ctx
+        task = current_task()
+        self.attach(task)
+        if task.finish:
             self.flush()
         elif time.monotonic() - self._last_flush >= self.flush_secs:
             self.flush()
 
-    def flush(self) -> None:
-        """Push buffered rows and events to disk."""
-        self._last_flush = time.monotonic()
-        if not self._file.closed:
-            self._file.flush()
-        if self._writer is not None:
-            self._writer.flush()
+    def _write_row(self, ctx: Any) -> None:
+        metrics = self._metrics(ctx)
+        if not metrics:
+            return
+        step = int(getattr(ctx, "env_step", ctx.train_iter))
+        now = time.time()
+        record: Dict[str, Union[int, float]] = {
+            "env_step": step,
+            "train_iter": int(ctx.train_iter),
+            "total_step": int(ctx.total_step),
+            "time": round(now, 3),
+            "wall_time": round(now - self._start, 3),
+        }
+        record.update(metrics)
+        self._file.write(json.dumps(record) + "\n")
+        if self.tensorboard:
+            writer = self._tb_writer(step)
+            for tag, value in metrics.items():
+                writer.add_scalar(tag, value, global_step=step, walltime=now)
+
+    def attach(self, task: Any) -> None:
+        """Called by `task.use(logger)`: flush and fsync whenever a checkpoint is about to be
+        declared (CHECKPOINT_EVENT), so a checkpoint never covers rows still in a buffer."""
+        if self._listening is task or not callable(getattr(task, "on", None)):
+            return
+        if self._listening is not None and callable(getattr(self._listening, "off", None)):
+            self._listening.off(CHECKPOINT_EVENT, self._on_checkpoint)
+        self._listening = task
+        task.on(CHECKPOINT_EVENT, self._on_checkpoint)
+
+    def _on_checkpoint(self, ctx: Any = None) -> None:
+        # A checkpoint of an iteration this logger has not logged yet (the saver runs first in
+        # the pipeline, or beside the logger in async mode): write its row now, so the
+        # checkpoint covers it, and skip it when the logger's own call comes.
+        with self._lock:
+            if ctx is not None and not self._closed and ctx is not self._last_seen \
+                    and ctx is not self._logged_early:
+                self._write_row(ctx)
+                self._logged_early = ctx
+        self.flush(sync=True)
+
+    def flush(self, sync: bool = False) -> None:
+        """Push buffered rows and events to the OS; with `sync`, also fsync them to disk."""
+        with self._lock:
+            self._last_flush = time.monotonic()
+            if not self._file.closed:
+                self._file.flush()
+                if sync:
+                    os.fsync(self._file.fileno())
+            if self._writer is not None:
+                self._writer.flush()
+                if sync:
+                    self._fsync_tensorboard()
+
+    def _fsync_tensorboard(self) -> None:
+        # SummaryWriter.flush() hands the events to the OS; fsync the event files themselves.
+        for path in self.tb_dir.glob("events.out.tfevents.*"):
+            with open(path, "rb") as f:
+                os.fsync(f.fileno())
 
     def close(self) -> None:
         """Flush and close the files (idempotent); called by the Task at stop."""
         if self._closed:
             return
         self._closed = True
-        self._file.close()
-        if self._writer is not None:
-            self._writer.close()
+        if self._listening is not None and callable(getattr(self._listening, "off", None)):
+            self._listening.off(CHECKPOINT_EVENT, self._on_checkpoint)
+        self._listening = None
+        with self._lock:
+            self._file.close()
+            if self._writer is not None:
+                self._writer.close()
 
 
 def online_logger(
@@ -258,7 +313,8 @@ def online_logger(
     `run_dir` defaults to `cfg.run_dir`. `train_show_freq`: log the train outputs (averaged over
     the iterations in between) once every that many train iterations. TensorBoard is written when
     `tensorboard` is true and `cfg.logger.tensorboard` is not false. Files are flushed every 10 s,
-    when `current_task().finish` is set, and at `close()`.
+    when `current_task().finish` is set, at `close()`, and flushed and fsynced before each
+    resumable checkpoint (the task's CHECKPOINT_EVENT).
     """
     return OnlineLogger(cfg, run_dir=run_dir, train_show_freq=train_show_freq, tensorboard=tensorboard)
 

@@ -1,6 +1,7 @@
 """`rlpipe eval`: load a run's checkpoint and measure its return."""
 from __future__ import annotations
 
+import logging
 import pathlib
 from typing import Any, Dict
 
@@ -8,9 +9,11 @@ import numpy as np
 
 from rlpipe.envs import EnvManager
 from rlpipe.middleware import evaluate_episodes, load_checkpoint
+from rlpipe.runs import CheckpointError, RunDir
 
 from ._registry import get_entry
-from ._run import read_config
+
+log = logging.getLogger(__name__)
 
 
 def _run_dir_of(target: str) -> pathlib.Path:
@@ -19,20 +22,50 @@ def _run_dir_of(target: str) -> pathlib.Path:
         raise FileNotFoundError(f"{target!r} does not exist: pass a run folder "
                                 f"(runs/<entry>/<timestamp>/) or a checkpoint file in it")
     if path.is_file():  # <run>/ckpt/<file>.pt
-        return path.parent.parent
+        run = RunDir.of_checkpoint(path)
+        if not run.config.is_file():
+            raise FileNotFoundError(
+                f"{target}: a checkpoint outside its run folder (no {run.config} above it), so "
+                f"its zoo entry and config are unknown; pass the run folder it came from, or "
+                f"copy the whole run folder (config.json and ckpt/)")
+        return run.root
     return path
+
+
+def _load(target: str, run: RunDir) -> Dict[str, Any]:
+    """The checkpoint to evaluate: the given .pt; for a run folder its best.pt, else (or when
+    best.pt is refused) final.pt, else the newest checkpoint that verifies — saying which."""
+    if pathlib.Path(target).is_file():
+        return load_checkpoint(target)
+    refused = []
+    for name in ("best.pt", "final.pt"):
+        if run.checkpoint(name).is_file():
+            try:
+                checkpoint = load_checkpoint(run.checkpoint(name))
+            except (CheckpointError, RuntimeError) as err:
+                refused.append(str(err).splitlines()[0])
+                continue
+            break
+    else:
+        checkpoint = load_checkpoint(run.root, which="latest")
+    for reason in refused:
+        log.warning("eval: %s; evaluating %s instead", reason, checkpoint["path"])
+    return checkpoint
 
 
 def evaluate_run(target: str, episodes: int = 10, seed: int = 12345) -> Dict[str, Any]:
     """Mean and std of the return of `episodes` evaluation episodes with a run's `best.pt` (the
-    weights of its best evaluation; else its newest checkpoint), or with the given .pt file."""
-    run_dir = _run_dir_of(target)
-    name, plain_cfg = read_config(str(run_dir))
-    entry = get_entry(name)
-    cfg = entry.resolve(plain_cfg)
-    best = run_dir / "ckpt" / "best.pt"
-    which = "best" if pathlib.Path(target).is_dir() and best.is_file() else "latest"
-    checkpoint = load_checkpoint(target, which=which)
+    weights of its best evaluation; if it is missing or refused, final.pt, else its newest
+    checkpoint that verifies), or with the given .pt file."""
+    run = RunDir(_run_dir_of(target))
+    name, plain_cfg = run.read_config()
+    try:
+        entry = get_entry(name)
+        cfg = entry.resolve(plain_cfg)
+    except (KeyError, ValueError, TypeError) as err:
+        message = err.args[0] if isinstance(err, KeyError) and err.args else err
+        raise ValueError(f"{run.config}: {message}") from err
+    checkpoint = _load(target, run)
     env = EnvManager(cfg.env.id, n_envs=min(episodes, cfg.env.eval_n_envs), seed=seed,
                      mode=cfg.env.mode, env_kwargs=dict(cfg.env.env_kwargs) or None)
     try:
@@ -41,7 +74,7 @@ def evaluate_run(target: str, episodes: int = 10, seed: int = 12345) -> Dict[str
         returns = np.array([r["return"] for r in evaluate_episodes(policy.eval_mode, env, episodes)])
     finally:
         env.close()
-    return {"entry": name, "run_dir": str(run_dir), "episodes": episodes,
+    return {"entry": name, "run_dir": str(run.root), "episodes": episodes,
             "mean_return": float(returns.mean()), "std_return": float(returns.std()),
             "checkpoint": str(checkpoint.get("path")),
             "env_step": checkpoint.get("meta", {}).get("env_step")}

@@ -190,13 +190,15 @@ def train(name: str, seed: int = 0, overrides: Iterable[str] = (), run_dir: Opti
 def resume(run_dir: str, name: Optional[str] = None, overrides: Iterable[str] = (),
            max_env_step: Optional[int] = None, progress: bool = True,
            collectors: Optional[int] = None, evaluator: Optional[bool] = None,
-           ray_address: Optional[str] = None, backend: Optional[str] = None) -> Dict[str, Any]:
+           ray_address: Optional[str] = None, backend: Optional[str] = None,
+           trust: bool = False) -> Dict[str, Any]:
     """Continue the run in `run_dir` from its newest resumable checkpoint (`rlpipe train
     --resume RUN_DIR`): weights, optimiser, counters, exploration, RNGs, envs and buffer.
-    A distributed run resumes with its collectors unless `collectors` says otherwise."""
-    from rlpipe.middleware import load_checkpoint
-
+    A distributed run resumes with its collectors unless `collectors` says otherwise.
+    `trust` (`--trust-run-dir`): resume from checkpoints not signed by this user (another
+    machine's, or written before manifests); their files must still match their manifests."""
     from ._parallel import check_distributed
+    from ._resume import prepare_resume
     from ._run import read_config
 
     if not os.path.isdir(run_dir):
@@ -223,7 +225,8 @@ def resume(run_dir: str, name: Optional[str] = None, overrides: Iterable[str] = 
     cfg = entry.resolve({**plain, **user}, overrides)
     check_distributed(trained, cfg, cfg.get("parallel", {}).get("collectors", 0))
     cfg.run_dir = run_dir
-    cfg.resume_from = str(load_checkpoint(run_dir, which="resumable")["path"])
+    cfg.resume_from = prepare_resume(run_dir, trust=trust)
+    cfg.resume_trust = bool(trust)
     logging.getLogger("rlpipe").info("resuming %s in %s from %s", trained, run_dir,
                                      cfg.resume_from)
     with run_folder_errors(run_dir, created=False):

@@ -5,21 +5,27 @@ holds the RNG states of Python, NumPy and torch, and names a folder `ckpt/state_
 written just before it (atomically, as a whole) with:
 
 - `envs.pkl` — the collector's and evaluator's env states (`EnvManager.get_state()`) and the
-  observation the collector acts from next. Pickle: resume only runs you wrote yourself. Async
-  subprocess envs cannot be captured: their runs resume with re-seeded envs (not exact).
+  observation the collector acts from next. Pickle: it is unpickled only after the checkpoint's
+  manifest (rlpipe.runs) verified its SHA-256 and this user's signature, or the user trusted
+  the run folder (`trust`). Async subprocess envs cannot be captured: their runs resume with
+  re-seeded envs (not exact).
 - `buffer.npz` — the replay buffer with its sampling RNG and sample-ratio counters
   (`replay.save_buffer`, default on; pickle-free).
 
 The checkpoint file itself stays loadable with `torch.load(..., weights_only=True)`.
+`prepare_resume` picks the checkpoint to resume from (the newest that verifies, saying which
+were refused) and cuts metrics.jsonl and log.txt back to what that checkpoint covered.
 """
 from __future__ import annotations
 
+import io
 import logging
 import os
 import pickle
 import random
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any, Dict, Optional
 
@@ -27,6 +33,7 @@ import numpy as np
 import torch
 
 from rlpipe.engine import Role, current_task
+from rlpipe.runs import BUFFER_FILE, ENVS_FILE, RunDir, Verified
 
 log = logging.getLogger(__name__)
 KEEP_STATES = 4
@@ -53,7 +60,8 @@ class RunState:
 
     def __init__(self, run_dir: str, collector_env: Any, evaluator_env: Any, collector: Any,
                  buffer_: Optional[Any] = None, save_buffer: bool = True) -> None:
-        self.ckpt_dir = Path(run_dir) / "ckpt"
+        self.run = RunDir(run_dir)
+        self.ckpt_dir = self.run.ckpt
         self.collector_env, self.evaluator_env = collector_env, evaluator_env
         self.collector, self.buffer = collector, buffer_
         self.save_buffer = save_buffer and buffer_ is not None
@@ -72,12 +80,14 @@ class RunState:
                 envs[key] = env.get_state()
             except NotImplementedError:
                 exact = False
-        tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=self.ckpt_dir))
-        with open(tmp / "envs.pkl", "wb") as f:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{name}.tmp-", dir=self.ckpt_dir))
+        with open(tmp / ENVS_FILE, "wb") as f:
             pickle.dump(envs, f)
+            f.flush()
+            os.fsync(f.fileno())
         if self.save_buffer:
-            self.buffer.save(tmp / "buffer.npz")
-        target = self.ckpt_dir / name
+            self.buffer.save(str(tmp / BUFFER_FILE))
+        target = self.run.state_dir(name)
         if target.exists():
             shutil.rmtree(target)
         os.replace(tmp, target)
@@ -91,15 +101,15 @@ class RunState:
         for old in states[:-KEEP_STATES]:
             shutil.rmtree(old, ignore_errors=True)
 
-    def restore(self, resume: Dict[str, Any]) -> None:
-        """Put envs, collector, buffer and RNGs back as they were when `resume` was saved."""
-        folder = self.ckpt_dir / resume["state_dir"]
-        if not folder.is_dir():
+    def restore(self, resume: Dict[str, Any], verified: Verified) -> None:
+        """Put envs, collector, buffer and RNGs back as they were when `resume` was saved.
+        Every file is read through `verified` (checked against the signed manifest first)."""
+        state = resume["state_dir"]
+        if not self.run.state_dir(state).is_dir():
             raise FileNotFoundError(
-                f"the checkpoint's state folder {folder} is missing; resume from a newer "
-                f"checkpoint or start a new run")
-        with open(folder / "envs.pkl", "rb") as f:
-            envs = pickle.load(f)  # noqa: S301 - written by this run
+                f"the checkpoint's state folder {self.run.state_dir(state)} is missing; resume "
+                f"from a newer checkpoint or start a new run")
+        envs = pickle.loads(verified.read(f"{state}/{ENVS_FILE}"))  # noqa: S301 - verified first
         self.collector.set_state(envs["collector_obs"] if "collector" in envs else {"obs": None})
         for key, env in (("collector", self.collector_env), ("evaluator", self.evaluator_env)):
             if key in envs:
@@ -109,28 +119,55 @@ class RunState:
                             "process of a distributed run ran them); they restart from fresh "
                             "episodes, so this resume is not exact", key)
         if resume.get("buffer"):
-            self.buffer.load(folder / "buffer.npz")
+            self.buffer.load(io.BytesIO(verified.read(f"{state}/{BUFFER_FILE}")))
         set_rng_state(resume["rng"])
+
+
+def prepare_resume(run_dir: str, trust: bool = False) -> str:
+    """The checkpoint to resume the run in `run_dir` from: the newest end-of-iteration one whose
+    files verify against their signed manifest (any manifest with `trust`). Refused ones are
+    logged, naming the file and the checkpoint used instead. metrics.jsonl and log.txt are cut
+    back to the lengths that checkpoint recorded, so the resumed run neither repeats nor skips
+    a row. Raises FileNotFoundError (naming each refused file) when none verifies."""
+    from rlpipe.middleware.ckpt import load_checkpoint
+
+    with warnings.catch_warnings(record=True) as refused:
+        warnings.simplefilter("always")
+        checkpoint = load_checkpoint(run_dir, which="resumable", trust=trust)
+    for warning in refused:
+        log.warning("resume: %s", warning.message)
+    if any("cannot be loaded" in str(w.message) for w in refused):
+        log.warning("resume: using %s instead", checkpoint["path"])
+    run = RunDir(run_dir)
+    manifest = run.read_manifest(Path(checkpoint["path"]).name)
+    dropped = run.truncate_logs((manifest or {}).get("logs") or {})
+    for name, size in dropped.items():
+        log.info("resume: dropped %d bytes of %s written after %s", size, name,
+                 Path(checkpoint["path"]).name)
+    return str(checkpoint["path"])
 
 
 def resumed_context(cfg: Any, policy: Any, run_state: Optional[RunState]) -> Any:
     """A fresh OnlineRLContext, or — when `cfg.resume_from` names a checkpoint — the context
     after the checkpoint's iteration, with policy, envs, buffer and RNGs restored."""
     from rlpipe.contexts import OnlineRLContext
-    from rlpipe.middleware import load_checkpoint
+    from rlpipe.middleware.ckpt import load_verified
 
     ctx = OnlineRLContext()
     if not cfg.resume_from:
         return ctx
     if run_state is None:
         raise ValueError("resume_from needs run_dir (the run folder to continue)")
-    checkpoint = load_checkpoint(cfg.resume_from)
+    # Verified again here: this may be another process than the one that chose the checkpoint,
+    # and nothing is unpickled before its hash and signature check out.
+    checkpoint, verified = load_verified(cfg.resume_from, signed=True,
+                                         trust=bool(cfg.get("resume_trust", False)))
     if not checkpoint.get("resume"):
         raise ValueError(f"{checkpoint['path']} has no resume state (best.pt is saved "
                          f"mid-iteration); resume from iter_<n>.pt or final.pt")
     policy.load_state_dict(checkpoint["policy"])
     ctx.load_kept_state(checkpoint["ctx"])
-    run_state.restore(checkpoint["resume"])
+    run_state.restore(checkpoint["resume"], verified)
     log.info("resumed from %s at env_step %d, train_iter %d", checkpoint["path"],
              ctx.env_step, ctx.train_iter)
     return ctx.renew()

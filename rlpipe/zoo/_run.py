@@ -4,7 +4,6 @@ from __future__ import annotations
 import datetime
 import json
 import logging
-import os
 import pathlib
 import random
 from typing import Any, Mapping, Optional
@@ -13,6 +12,7 @@ import numpy as np
 import torch
 
 from rlpipe.config import to_plain
+from rlpipe.runs import RunDir
 
 log = logging.getLogger("rlpipe")
 
@@ -30,29 +30,21 @@ def new_run_dir(name: str, root: str = "runs") -> str:
 
 
 def write_config(run_dir: str, name: str, cfg: Mapping) -> None:
-    """The resolved config, as JSON, in `<run_dir>/config.json` (with the zoo entry's name)."""
-    payload = {"entry": name, "config": to_plain(cfg)}
-    target = pathlib.Path(run_dir) / "config.json"
-    tmp = target.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(payload, indent=2, default=str))
-    os.replace(tmp, target)
+    """The resolved config, as JSON, in the run's config.json (with the zoo entry's name),
+    written atomically. `resume_trust` (a choice of one resume, not of the run) is left out."""
+    plain = {k: v for k, v in to_plain(cfg).items() if k != "resume_trust"}
+    RunDir(run_dir).write_config({"entry": name, "config": plain})
 
 
 def read_config(run_dir: str) -> tuple[str, dict]:
-    """(entry name, config) of a run folder written by `write_config`."""
-    path = pathlib.Path(run_dir) / "config.json"
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"{run_dir!r} is not an rlpipe run folder: it has no config.json. Pass the folder "
-            f"that `rlpipe train` printed (runs/<entry>/<timestamp>/)."
-        )
-    payload = json.loads(path.read_text())
-    return payload["entry"], payload["config"]
+    """(entry name, config) of a run folder written by `write_config`; a one-line error naming
+    config.json when it is missing, empty, truncated or not an rlpipe config."""
+    return RunDir(run_dir).read_config()
 
 
 def attach_log_file(run_dir: str) -> logging.Handler:
-    """Send rlpipe's log records to `<run_dir>/log.txt` (and INFO to the console once)."""
-    handler = logging.FileHandler(pathlib.Path(run_dir) / "log.txt")
+    """Send rlpipe's log records to the run's log.txt (and INFO to the console once)."""
+    handler = logging.FileHandler(RunDir(run_dir).log)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger("rlpipe")
     root.addHandler(handler)

@@ -22,7 +22,7 @@ def test_every_exported_middleware_is_in_the_table():
 
     listed = _script().table()
     helpers = {"concat_steps", "epsilon_schedule", "evaluate_episodes", "load_checkpoint",
-               "NonFiniteLossError", "restore_checkpoint", "read_metrics"}
+               "NonFiniteLossError", "NonFiniteStateError", "restore_checkpoint", "read_metrics"}
     for name in mw.__all__:
         if name not in helpers:
             assert f"`{name}(" in listed, f"{name} is exported but missing from the table"

@@ -55,7 +55,8 @@ def _iterate(saver, n_iter, iters_per_step=4, evals=None, ctx=None):
 
 
 def _names(run_dir):
-    return sorted(p.name for p in (run_dir / "ckpt").iterdir())
+    """The checkpoint folder's files, without the manifests (tested on their own below)."""
+    return sorted(p.name for p in (run_dir / "ckpt").iterdir() if not p.name.endswith(".manifest.json"))
 
 
 def test_every_train_freq_keeping_the_last(tmp_path, running):
@@ -176,8 +177,8 @@ def test_leftover_temp_and_truncated_file_fall_back_with_warning(tmp_path, runni
     with pytest.warns(RuntimeWarning, match="iter_40.pt"):
         ckpt = load_checkpoint(tmp_path)
     assert ckpt["meta"]["train_iter"] == 32
-    # A .pt file given explicitly that is unreadable is an error naming it.
-    with pytest.raises(RuntimeError, match="iter_40.pt"):
+    # A .pt file given explicitly that does not match its manifest is a one-line error naming it.
+    with pytest.raises(ValueError, match=r"iter_40\.pt: SHA-256 does not match the manifest"):
         load_checkpoint(newest)
 
 
@@ -188,7 +189,7 @@ def test_no_loadable_checkpoint_names_the_folder(tmp_path):
         load_checkpoint(tmp_path)
     (folder / "iter_1.pt").write_bytes(b"garbage")
     with pytest.warns(RuntimeWarning, match="iter_1.pt"):
-        with pytest.raises(FileNotFoundError, match="unreadable: iter_1.pt"):
+        with pytest.raises(FileNotFoundError, match="refused: iter_1.pt"):
             load_checkpoint(folder)
     with pytest.raises(FileNotFoundError, match="does not exist"):
         load_checkpoint(tmp_path / "nope")
@@ -253,3 +254,82 @@ def test_final_through_a_task_under_max_step(tmp_path):
         task.use(CkptSaver(EasyDict(run_dir=str(tmp_path)), FakePolicy(), save_best=False))
         task.run(max_step=3)
     assert load_checkpoint(tmp_path, which="final")["ctx"]["train_iter"] == 3
+
+
+class EventTask(FakeTask):
+    """A fake task with events, to see what the saver emits."""
+
+    def __init__(self):
+        self.emitted = []
+
+    def emit(self, event, *args):
+        self.emitted.append(event)
+
+    def on(self, event, fn):
+        pass
+
+    def once(self, event, fn):
+        pass
+
+
+def test_every_checkpoint_has_a_signed_manifest_written_before_latest(tmp_path):
+    from rlpipe.runs import CHECKPOINT_EVENT, RunDir
+
+    task = EventTask()
+    _current.set_running(task)
+    try:
+        (tmp_path / "metrics.jsonl").write_text('{"env_step": 1}\n')
+        saver = CkptSaver(EasyDict(run_dir=str(tmp_path)), FakePolicy(), train_freq=10, save_best=False)
+        _iterate(saver, 3)  # iter_12
+    finally:
+        _current.set_running(None)
+    assert task.emitted == [CHECKPOINT_EVENT]  # the logger's cue to flush before the manifest
+    run = RunDir(tmp_path)
+    manifest = json.loads(run.manifest("iter_12.pt").read_text())
+    assert list(manifest["files"]) == ["iter_12.pt"]
+    assert manifest["logs"] == {"metrics.jsonl": 16}
+    assert run.verify("iter_12.pt", signed=True).manifest == manifest
+    assert os.stat(run.manifest("iter_12.pt")).st_mtime_ns <= os.stat(run.latest).st_mtime_ns
+
+
+def test_pruned_checkpoints_lose_their_manifests(tmp_path, running):
+    saver = CkptSaver(EasyDict(run_dir=str(tmp_path)), FakePolicy(), train_freq=10, save_best=False)
+    _iterate(saver, 15)
+    manifests = sorted(p.name for p in (tmp_path / "ckpt").glob("*.manifest.json"))
+    assert manifests == ["iter_40.manifest.json", "iter_52.manifest.json", "iter_60.manifest.json"]
+
+
+def test_a_flipped_byte_in_a_pt_is_refused_and_the_previous_one_used(tmp_path, running):
+    saver = CkptSaver(EasyDict(run_dir=str(tmp_path)), FakePolicy(), train_freq=10, save_best=False)
+    _iterate(saver, 10)
+    newest = tmp_path / "ckpt" / "iter_40.pt"
+    data = bytearray(newest.read_bytes())
+    data[-200] ^= 0x01  # deep in the tensor data: torch.load alone would not notice
+    newest.write_bytes(bytes(data))
+    with pytest.warns(RuntimeWarning, match=r"iter_40\.pt.*SHA-256"):
+        assert load_checkpoint(tmp_path)["meta"]["train_iter"] == 32
+
+
+@pytest.mark.parametrize("where", ["weights", "optimizer"])
+def test_a_non_finite_state_is_never_written(tmp_path, running, where):
+    from rlpipe.middleware import NonFiniteStateError
+
+    policy = FakePolicy()
+    saver = CkptSaver(EasyDict(run_dir=str(tmp_path)), policy, train_freq=10)
+    ctx = _iterate(saver, 3, evals={0: 1.0})  # iter_12 and best.pt
+    before = _names(tmp_path)
+    if where == "weights":
+        with torch.no_grad():
+            policy.net.weight[0, 0] = float("nan")
+    else:
+        policy.net(torch.ones(1, 3)).sum().backward()
+        policy.opt.step()
+        next(iter(policy.opt.state.values()))["exp_avg_sq"].fill_(float("inf"))
+    with pytest.raises(NonFiniteStateError) as err:
+        _iterate(saver, 2, evals={1: 9.0}, ctx=ctx)
+    assert isinstance(err.value, FloatingPointError)
+    assert err.value.last_good == tmp_path / "ckpt" / "iter_12.pt"
+    assert err.value.checkpoint.name == "iter_20.pt"
+    assert ("net" if where == "weights" else "opt") in err.value.tensor
+    assert _names(tmp_path) == before  # neither latest, nor best, nor final
+    assert load_checkpoint(tmp_path)["meta"]["train_iter"] == 12

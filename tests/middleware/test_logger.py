@@ -206,3 +206,64 @@ def test_through_a_task(tmp_path, async_mode):
     assert [r["env_step"] for r in rows] == [10, 20, 30, 40, 50]
     assert [r["collect/episode_return_mean"] for r in rows] == [10.0, 20.0, 30.0, 40.0, 50.0]
     assert rows[-1]["train/loss"] == pytest.approx(0.2)
+
+
+def test_rows_reach_the_disk_before_a_checkpoint_is_declared(tmp_path):
+    """With a real Task: the logger flushes (and fsyncs) when the saver emits CHECKPOINT_EVENT,
+    although its periodic flush is far away, so a checkpoint's log length covers its rows."""
+    from rlpipe.engine import Task
+    from rlpipe.runs import CHECKPOINT_EVENT, RunDir
+
+    task = Task()
+    log = online_logger(EasyDict(run_dir=str(tmp_path)), tensorboard=True)
+    log.flush_secs = 3600.0
+    task.use(log)  # attach(): listens for the checkpoint event
+    _current.set_running(task)
+    try:
+        _run(log, 3)
+        on_disk = (tmp_path / "metrics.jsonl").stat().st_size
+        task.emit(CHECKPOINT_EVENT, None)
+        lengths = RunDir(tmp_path).log_lengths()
+    finally:
+        _current.set_running(None)
+    assert on_disk == 0  # still buffered before the event
+    assert lengths["metrics.jsonl"] == (tmp_path / "metrics.jsonl").stat().st_size > 0
+    assert [r["env_step"] for r in read_metrics(tmp_path)] == [10, 20, 30]
+    log.close()
+    task.emit(CHECKPOINT_EVENT, None)  # a closed logger no longer listens
+
+
+@pytest.mark.parametrize("async_mode", [False, True])
+def test_a_checkpoint_covers_its_own_row_even_with_the_logger_after_the_saver(tmp_path, async_mode):
+    """Saver before logger (or beside it in async mode): the checkpoint makes the logger write
+    the iteration's row first, and the logger's own call then adds no duplicate."""
+    from rlpipe.engine import Task
+    from rlpipe.middleware import CkptSaver
+    from rlpipe.runs import RunDir
+
+    class Policy:
+        def __init__(self):
+            self.net = torch.nn.Linear(2, 2)
+
+        def state_dict(self):
+            return {"net": self.net.state_dict()}
+
+    def step(ctx):
+        ctx.env_step += 10
+        ctx.train_iter += 1
+        ctx.train_output = {"loss": 1.0}
+
+    cfg = EasyDict(run_dir=str(tmp_path))
+    task = Task()
+    with task.start(async_mode=async_mode, ctx=OnlineRLContext()):
+        task.use(step)
+        task.use(CkptSaver(cfg, Policy(), train_freq=2, save_best=False))
+        task.use(online_logger(cfg, tensorboard=False))
+        task.run(max_step=7)
+    run = RunDir(tmp_path)
+    steps = [r["env_step"] for r in read_metrics(tmp_path)]
+    assert steps == [10, 20, 30, 40, 50, 60, 70]  # one row per iteration, none twice
+    for name in ("iter_6.pt", "final.pt"):
+        manifest = json.loads(run.manifest(name).read_text())
+        covered = run.metrics.read_bytes()[: manifest["logs"]["metrics.jsonl"]].decode()
+        assert json.loads(covered.splitlines()[-1])["env_step"] == manifest["meta"]["env_step"]

@@ -1,0 +1,17 @@
+"""Test-wide setup: checkpoints are signed with a throw-away key, never the user's real one."""
+import os
+
+import pytest
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _tmp_signing_key(tmp_path_factory):
+    """Point RLPIPE_KEY_FILE (rlpipe.runs.key_file) at a key in a temp folder for the whole
+    session; subprocesses started by tests inherit it."""
+    previous = os.environ.get("RLPIPE_KEY_FILE")
+    os.environ["RLPIPE_KEY_FILE"] = str(tmp_path_factory.mktemp("rlpipe-key") / "hmac.key")
+    yield
+    if previous is None:
+        os.environ.pop("RLPIPE_KEY_FILE", None)
+    else:
+        os.environ["RLPIPE_KEY_FILE"] = previous
