@@ -50,14 +50,16 @@ def claim_run_dir(run_dir: str, overwrite: bool = False) -> bool:
 
 
 def has_checkpoint(run_dir: str) -> bool:
-    """Whether `<run_dir>/ckpt/` holds any .pt file."""
-    return any((pathlib.Path(run_dir) / "ckpt").glob("*.pt"))
+    """Whether `<run_dir>/ckpt/` holds a checkpoint a run can resume from: any .pt file but
+    best.pt (written by the first evaluation, mid-iteration, with no resume state)."""
+    return any(p.name != "best.pt" for p in (pathlib.Path(run_dir) / "ckpt").glob("*.pt"))
 
 
 def started(run_dir: str) -> bool:
     """Whether the run got past its first iteration: a metrics row or a checkpoint."""
     metrics = pathlib.Path(run_dir) / "metrics.jsonl"
-    return has_checkpoint(run_dir) or (metrics.is_file() and metrics.stat().st_size > 0)
+    return (any((pathlib.Path(run_dir) / "ckpt").glob("*.pt"))
+            or (metrics.is_file() and metrics.stat().st_size > 0))
 
 
 def clear_outputs(run_dir: str) -> None:

@@ -69,7 +69,11 @@ def test_a_run_failing_before_its_first_iteration_leaves_no_folder(tmp_path, mon
 
 
 def test_resume_without_a_checkpoint_restarts_from_the_saved_config(done_run, capsys, caplog):
-    shutil.rmtree(done_run / "ckpt")  # as if killed before its first checkpoint
+    # as if killed before its first periodic checkpoint: only the first evaluation's best.pt
+    for path in (done_run / "ckpt").iterdir():
+        if path.name != "best.pt":
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+    assert (done_run / "ckpt" / "best.pt").is_file()
     assert main(["train", "--resume", str(done_run), "--no-progress"]) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["env_step"] >= 200 and summary["run_dir"] == str(done_run)
