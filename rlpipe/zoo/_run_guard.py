@@ -78,6 +78,8 @@ def discard_unstarted(run_dir: str, created: bool) -> None:
     path = pathlib.Path(run_dir)
     if created:
         shutil.rmtree(path)
+        if path.parent.is_dir() and not any(path.parent.iterdir()):
+            path.parent.rmdir()  # runs/<name>/ made for this run alone
         return
     for child in path.iterdir():
         if child.is_dir() and not child.is_symlink():

@@ -60,7 +60,7 @@ def test_a_run_failing_before_its_first_iteration_leaves_no_folder(tmp_path, mon
     monkeypatch.chdir(tmp_path)
     assert main(["train", "cartpole-ppo", "--set", "env.id=NoSuchEnv-v0", *SHORT]) == 2
     assert "NoSuchEnv-v0" in _one_line_error(capsys)
-    assert not list((tmp_path / "runs").rglob("config.json"))
+    assert not list((tmp_path / "runs").rglob("*"))
     empty = tmp_path / "empty"
     empty.mkdir()
     assert main(["train", "cartpole-ppo", "--set", "env.id=NoSuchEnv-v0", "--run-dir", str(empty),
