@@ -1,4 +1,4 @@
-"""`rlpipe list | train | eval | plot | graph`: the command line."""
+"""`rlpipe list | train | config | eval | plot | graph`: the command line."""
 from __future__ import annotations
 
 import argparse
@@ -14,19 +14,25 @@ DEBUG_HELP = "on an error, show the Python traceback too (also: RLPIPE_DEBUG=1)"
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlpipe", description="Train and evaluate RL agents.")
     parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
+    parser.add_argument("--version", action="version", version=f"rlpipe {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="list the zoo entries")
+    sub.add_parser("list", help="list the zoo entries and the algorithms for --algo")
 
-    train = sub.add_parser("train", help="train a zoo entry, e.g. `rlpipe train cartpole-dqn`")
+    train = sub.add_parser("train", help="train a zoo entry (`rlpipe train cartpole-dqn`) or an "
+                                         "algorithm on an env (`--algo ppo --env Acrobot-v1`)")
     train.add_argument("name", nargs="?", help="zoo entry (see `rlpipe list`)")
-    train.add_argument("--seed", type=int, default=0)
+    _add_algo_env(train)
+    train.add_argument("--seed", type=int, default=None, help="seed of the run (default 0)")
     train.add_argument("--async", dest="async_mode", action="store_true",
                        help="overlap collection and evaluation with training: off-policy "
                             "entries collect and evaluate in processes of their own (no Ray "
                             "needed), on-policy ones overlap middleware in threads")
     train.add_argument("--set", dest="overrides", action="append", default=[],
                        metavar="KEY=VALUE", help="override a config value, e.g. policy.learn.lr=3e-4")
-    train.add_argument("--run-dir", help="folder for this run (default runs/<name>/<timestamp>/)")
+    train.add_argument("--run-dir", help="a new or empty folder for this run (default "
+                                         "runs/<name>/<timestamp>/)")
+    train.add_argument("--overwrite", action="store_true",
+                       help="with --run-dir: delete the run already in that folder first")
     train.add_argument("--max-env-steps", type=int, help="stop after this many env steps")
     train.add_argument("--no-progress", action="store_true", help="no progress bar")
     train.add_argument("--resume", metavar="RUN_DIR",
@@ -45,6 +51,14 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--ray-address", metavar="ADDR",
                        help="with --collectors: a Ray cluster started with `ray start` "
                             "(e.g. auto or HOST:6379); default: a local Ray")
+
+    config = sub.add_parser("config", help="print the resolved config of a zoo entry, an "
+                                           "--algo/--env pair or a run folder, key by key "
+                                           "with what each key means")
+    config.add_argument("name", nargs="?", help="zoo entry or run folder")
+    _add_algo_env(config)
+    config.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar="KEY=VALUE", help="override a config value")
 
     evaluate = sub.add_parser("eval", help="evaluate a run folder or checkpoint")
     evaluate.add_argument("target", help="a run folder (runs/<name>/<timestamp>/) or a .pt file")
@@ -71,12 +85,47 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version() -> str:
+    from rlpipe import __version__
+
+    return __version__
+
+
+def _add_algo_env(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--algo", metavar="ALGO",
+                         help="instead of a zoo entry: an algorithm (dqn, ppo, sac, td3, one "
+                              "you registered, or module:PolicyClass) ...")
+    command.add_argument("--env", metavar="ENV",
+                         help="... on an env: a gymnasium id, a name registered with "
+                              "rlpipe.envs.register_env, or module:factory")
+    command.add_argument("--import", dest="imports", action="append", default=[],
+                         metavar="MODULE", help="import MODULE first (e.g. one that registers "
+                                                "an env or a policy); repeatable")
+
+
+def first_sentence(doc: str) -> str:
+    """The first sentence of a docstring's first paragraph, joined across its lines (up to the
+    first full stop followed by a space, or the paragraph's end)."""
+    paragraph = " ".join(doc.strip().split("\n\n", 1)[0].split())
+    end = paragraph.find(". ")
+    return paragraph if end < 0 else paragraph[: end + 1]
+
+
 def _cmd_list() -> int:
     from rlpipe.zoo import get_entry, list_entries
+    from rlpipe.zoo._generic import trainable_names
 
     for name in list_entries():
-        doc = (get_entry(name).module.__doc__ or "").strip().splitlines()
-        print(f"{name:28s} {doc[0] if doc else ''}")
+        print(f"{name:28s} {first_sentence(get_entry(name).module.__doc__ or '')}")
+    print(f"\nany env: rlpipe train --algo {{{','.join(trainable_names())}}} --env ENV")
+    return 0
+
+
+def _cmd_config(args: argparse.Namespace) -> int:
+    from rlpipe.zoo._config_view import show_config
+
+    print(show_config(args.name, algo=args.algo, env=args.env, imports=args.imports,
+                      overrides=args.overrides))
     return 0
 
 
@@ -86,6 +135,12 @@ def _cmd_train(args: argparse.Namespace) -> int:
     if args.max_env_steps is not None and args.max_env_steps <= 0:
         raise ValueError(f"--max-env-steps must be positive, got {args.max_env_steps}")
     if args.resume:
+        for flag, given in (("--seed", args.seed is not None), ("--algo", args.algo),
+                            ("--env", args.env), ("--run-dir", args.run_dir),
+                            ("--overwrite", args.overwrite), ("--import", args.imports)):
+            if given:
+                raise ValueError(f"--resume {args.resume} continues that run as it was: drop "
+                                 f"{flag} (start a new run to change it)")
         result = resume(args.resume, name=args.name, overrides=args.overrides,
                         max_env_step=args.max_env_steps, progress=not args.no_progress,
                         collectors=args.collectors, evaluator=args.evaluator,
@@ -93,15 +148,20 @@ def _cmd_train(args: argparse.Namespace) -> int:
                         trust=args.trust_run_dir)
     elif args.trust_run_dir:
         raise ValueError("--trust-run-dir only applies to --resume RUN_DIR")
-    elif not args.name:
+    elif not (args.name or args.algo or args.env):
         raise ValueError("name a zoo entry (`rlpipe train cartpole-dqn`; `rlpipe list` shows "
-                         "them) or continue a run with --resume RUN_DIR")
+                         "them), an algorithm and env (`--algo ppo --env CartPole-v1`), or "
+                         "continue a run with --resume RUN_DIR")
     else:
-        result = train(args.name, seed=args.seed, overrides=args.overrides,
-                       run_dir=args.run_dir, async_mode=args.async_mode,
-                       max_env_step=args.max_env_steps, progress=not args.no_progress,
-                       collectors=args.collectors or 0, evaluator=bool(args.evaluator),
-                       ray_address=args.ray_address, backend=args.backend)
+        if args.overwrite and not args.run_dir:
+            raise ValueError("--overwrite needs --run-dir (the folder whose run it replaces)")
+        result = train(args.name, seed=0 if args.seed is None else args.seed,
+                       overrides=args.overrides, run_dir=args.run_dir,
+                       async_mode=args.async_mode, max_env_step=args.max_env_steps,
+                       progress=not args.no_progress, collectors=args.collectors or 0,
+                       evaluator=bool(args.evaluator), ray_address=args.ray_address,
+                       backend=args.backend, algo=args.algo, env=args.env,
+                       imports=args.imports, overwrite=args.overwrite)
     summary = {k: result[k] for k in ("eval_value", "best_eval_value", "env_step", "train_iter", "wall_time", "run_dir")}
     print(json.dumps(summary))
     return 0
@@ -160,6 +220,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             return _cmd_plot(args)
         if args.command == "graph":
             return _cmd_graph(args)
+        if args.command == "config":
+            return _cmd_config(args)
         return _cmd_eval(args)
     except Interrupted as stop:
         print(f"rlpipe {args.command}: {stop}", file=sys.stderr)

@@ -100,7 +100,7 @@ def explain(err: BaseException, command: str, run_dir: Optional[str]) -> Tuple[s
     if isinstance(err, EnvFailureError):
         return f"rlpipe {command}: {_env_paragraph(err, run_dir)}", RUN_FAILED
     if isinstance(err, OSError) and not isinstance(err, FileNotFoundError):
-        where = f" (run folder {run_dir})" if run_dir else ""
+        where = f" (run folder {run_dir})" if run_dir and str(run_dir) not in str(err) else ""
         return f"rlpipe {command}: error: {err}{where}", USAGE_ERROR
     message = err.args[0] if isinstance(err, KeyError) and err.args else err
     return f"rlpipe {command}: error: {message}", USAGE_ERROR

@@ -152,6 +152,10 @@ class Policy(abc.ABC):
     space_hint: ClassVar[str] = ""
     # True when collect_mode.forward takes `eps` from an epsilon schedule (eps_greedy_handler).
     explores_with_eps: ClassVar[bool] = False
+    # The zoo pipeline that trains it (`rlpipe train --algo NAME --env ID`): "off-policy"
+    # (replay buffer, zoo/_offpolicy.py) or "on-policy" (rollouts and GAE, zoo/_onpolicy.py);
+    # "" for a policy that the zoo cannot train (e.g. RandomPolicy).
+    pipeline: ClassVar[str] = ""
 
     def __init__(self, cfg: Mapping | None, obs_space: gym.Space, action_space: gym.Space) -> None:
         self.check_spaces(obs_space, action_space)

@@ -44,6 +44,7 @@ class DQNPolicy(Policy):
 
     obs_space_types = (gym.spaces.Box,)
     action_space_types = (gym.spaces.Discrete,)
+    pipeline = "off-policy"  # trained by the zoo's off-policy pipeline
     explores_with_eps = True  # collect_mode.forward takes eps (the pipeline adds eps_greedy_handler)
     space_hint = ("DQN picks one of finitely many actions; for continuous control use SAC, TD3 "
                   "or PPO (get_policy('sac'), get_policy('td3'), get_policy('ppo')).")

@@ -55,6 +55,7 @@ class _PPOCollectFace(_CollectFace):
 class PPOPolicy(Policy):
     """Proximal policy optimisation (clipped objective) with an actor-critic network."""
 
+    pipeline = "on-policy"  # trained by the zoo's on-policy pipeline
     obs_space_types = (gym.spaces.Box,)
     action_space_types = (gym.spaces.Discrete, gym.spaces.Box)
     space_hint = "PPO acts in Discrete(n) or 1-D Box action spaces."

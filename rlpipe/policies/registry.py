@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import difflib
-from typing import Dict, List, Type
+from typing import Dict, List, Optional, Type
 
 from .base import Policy
 from .dqn import DQNPolicy
@@ -11,7 +11,8 @@ from .random_policy import RandomPolicy
 from .sac import SACPolicy
 from .td3 import TD3Policy
 
-__all__ = ["UnknownPolicyError", "get_policy", "policy_names", "register_policy"]
+__all__ = ["UnknownPolicyError", "get_policy", "policy_names", "register_policy",
+           "registered_name"]
 
 _REGISTRY: Dict[str, Type[Policy]] = {"dqn": DQNPolicy, "ppo": PPOPolicy, "random": RandomPolicy}
 _REGISTRY.update({"sac": SACPolicy, "td3": TD3Policy})  # continuous control
@@ -50,3 +51,8 @@ def get_policy(name: str) -> Type[Policy]:
 def policy_names() -> List[str]:
     """Registered policy names, sorted."""
     return sorted(_REGISTRY)
+
+
+def registered_name(cls: Type[Policy]) -> Optional[str]:
+    """The name `cls` is registered under (the first, sorted, if several), or None."""
+    return next((name for name in sorted(_REGISTRY) if _REGISTRY[name] is cls), None)

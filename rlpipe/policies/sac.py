@@ -50,6 +50,7 @@ _STATE_KEYS = ("actor", "acting", "critic", "critic_target", "log_alpha", "actor
 class SACPolicy(Policy):
     """Soft Actor-Critic for 1-D Box action spaces with finite bounds."""
 
+    pipeline = "off-policy"  # trained by the zoo's off-policy pipeline
     obs_space_types = (gym.spaces.Box,)
     action_space_types = (gym.spaces.Box,)
     space_hint = "SAC needs continuous (Box) actions. " + CONTINUOUS_HINT
@@ -63,7 +64,7 @@ class SACPolicy(Policy):
                 actor_hidden=(256, 256),   # actor MLP layers
                 critic_hidden=(256, 256),  # each Q network's MLP layers (input: obs ⊕ action)
                 log_std_min=-5.0,          # the actor's log std is squashed into [min, max]
-                log_std_max=2.0,
+                log_std_max=2.0,           # (the max of that range)
             ),
             learn=dict(
                 batch_size=256,      # rows per learn step (read by the learner middleware)

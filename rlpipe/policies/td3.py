@@ -51,6 +51,7 @@ _STATE_KEYS = ("actor", "actor_target", "acting", "critic", "critic_target", "ac
 class TD3Policy(Policy):
     """TD3 for 1-D Box action spaces with finite bounds."""
 
+    pipeline = "off-policy"  # trained by the zoo's off-policy pipeline
     obs_space_types = (gym.spaces.Box,)
     action_space_types = (gym.spaces.Box,)
     space_hint = "TD3 needs continuous (Box) actions. " + CONTINUOUS_HINT

@@ -18,15 +18,19 @@ log = logging.getLogger("rlpipe")
 
 
 def new_run_dir(name: str, root: str = "runs") -> str:
-    """`runs/<name>/<timestamp>/`, created; a numeric suffix avoids collisions."""
+    """`runs/<name>/<timestamp>/`, created; a numeric suffix avoids collisions (also between
+    two runs started in the same second: the folder is claimed by an exclusive mkdir)."""
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     base = pathlib.Path(root) / name / stamp
+    base.parent.mkdir(parents=True, exist_ok=True)
     path, n = base, 1
-    while path.exists():
-        path = base.with_name(f"{stamp}-{n}")
-        n += 1
-    path.mkdir(parents=True)
-    return str(path)
+    while True:
+        try:
+            path.mkdir()
+            return str(path)
+        except FileExistsError:
+            path = base.with_name(f"{stamp}-{n}")
+            n += 1
 
 
 def write_config(run_dir: str, name: str, cfg: Mapping) -> None:

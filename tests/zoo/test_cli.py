@@ -48,3 +48,47 @@ def test_console_script_runs():
     out = subprocess.run([sys.executable, "-m", "rlpipe.cli", "list"], capture_output=True,
                          text=True, check=True).stdout
     assert "acrobot-dqn" in out
+
+
+def test_version_prints_the_package_version(capsys):
+    import rlpipe
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.strip() == f"rlpipe {rlpipe.__version__}"
+
+
+def test_list_shows_whole_first_sentences(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if ln.startswith("cartpole-dqn"))
+    assert line.rstrip().endswith("within 50k env steps.")  # the sentence runs onto a 2nd line
+    pong = next(ln for ln in out.splitlines() if ln.startswith("pong-dqn"))
+    assert pong.count("(") == pong.count(")")
+    assert "--algo {dqn,ppo,sac,td3}" in out
+
+
+def test_first_sentence_joins_lines_and_stops_at_the_full_stop():
+    from rlpipe.cli import first_sentence
+
+    assert first_sentence("DQN on X: solves\n(it) in 5k steps. More here.\n\nDetails.") == \
+        "DQN on X: solves (it) in 5k steps."
+    assert first_sentence("No full stop\nat all\n\nnext paragraph.") == "No full stop at all"
+
+
+def test_config_prints_every_key_with_its_meaning(capsys):
+    assert main(["config", "pendulum-sac", "--set", "policy.learn.actor_lr=5e-4"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("# pendulum-sac")
+    body = {ln.split("=")[0].strip(): ln for ln in lines[1:]}
+    assert "0.0005" in body["policy.learn.actor_lr"]
+    assert "-200" in body["env.stop_value"]
+    assert all("  # " in ln for ln in body.values()), [k for k, ln in body.items() if "#" not in ln]
+    assert "Adam learning rate of the actor" in body["policy.learn.actor_lr"]
+
+
+def test_config_of_an_unknown_entry_is_a_one_line_error(capsys):
+    assert main(["config", "cartpole-dqm"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "cartpole-dqn" in err and len(err.splitlines()) == 1

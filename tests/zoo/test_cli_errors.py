@@ -115,7 +115,7 @@ def test_run_dir_that_is_a_file(capsys, tmp_path):
     target = tmp_path / "a-file"
     target.write_text("not a folder")
     err = _one_line_exit_2(["train", "cartpole-dqn", "--run-dir", str(target)] + SMALL, capsys)
-    assert str(target) in err and "File exists" in err
+    assert str(target) in err and "a file of that name exists" in err
     assert target.read_text() == "not a folder"
 
 

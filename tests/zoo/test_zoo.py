@@ -38,3 +38,46 @@ def test_missing_optional_dependency_names_the_pip_command(monkeypatch):
                         lambda name, *a: None if name == "Box2D" else real(name, *a))
     with pytest.raises(MissingDependencyError, match=r'pip install "rlpipe\[box2d\]"'):
         entry.check_requirements()
+
+
+GENERIC = ["dqn@CartPole-v1", "ppo@Acrobot-v1", "sac@Pendulum-v1", "td3@Pendulum-v1"]
+
+
+@pytest.mark.parametrize("name", list_entries() + GENERIC)
+def test_every_config_key_has_a_meaning(name):
+    from rlpipe.zoo._generic import is_generic
+    from rlpipe.zoo._meanings import config_meanings, leaf_keys
+
+    entry = get_entry(name)
+    meanings = config_meanings(entry.policy_cls, with_imports=is_generic(name))
+    missing = [k for k in leaf_keys(entry.resolve()) if not meanings.get(k)]
+    assert not missing, f"{name}: keys without a meaning (add one in zoo/_meanings.py or a " \
+                        f"comment beside the default): {missing}"
+
+
+def test_every_run_defaults_key_has_a_meaning_and_no_meaning_is_stale():
+    from rlpipe.zoo import _offpolicy, _onpolicy
+    from rlpipe.zoo._meanings import RUN_MEANINGS, leaf_keys
+
+    keys = set(leaf_keys(_offpolicy.RUN_DEFAULTS)) | set(leaf_keys(_onpolicy.RUN_DEFAULTS))
+    assert keys - set(RUN_MEANINGS) == set()
+    assert set(RUN_MEANINGS) - keys == {"imports"}
+
+
+def test_meanings_come_from_the_comments_beside_the_defaults():
+    from rlpipe.policies import DQNPolicy
+    from rlpipe.zoo._meanings import comment_meanings
+
+    meanings = comment_meanings(DQNPolicy)
+    assert meanings["learn.lr"] == "Adam learning rate"
+    assert meanings["model.dueling"].startswith("dueling head")
+
+
+def test_a_policy_can_state_meanings_itself():
+    from rlpipe.policies import PPOPolicy
+    from rlpipe.zoo._meanings import config_meanings
+
+    class Mine(PPOPolicy):
+        config_meanings = {"learn.lr": "my own words"}
+
+    assert config_meanings(Mine)["policy.learn.lr"] == "my own words"

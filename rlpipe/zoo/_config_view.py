@@ -1,0 +1,33 @@
+"""`rlpipe config`: the resolved config of an entry, an --algo/--env pair or a run folder, with
+what each key means (from `_meanings.py`)."""
+from __future__ import annotations
+
+import os
+from typing import Iterable, Optional
+
+from ._generic import is_generic
+from ._meanings import config_meanings, describe_config
+from ._registry import _drop_stale_stop_value, _entry_to_train, get_entry
+from ._run import read_config
+
+
+def show_config(name: Optional[str] = None, algo: Optional[str] = None,
+                env: Optional[str] = None, imports: Iterable[str] = (),
+                overrides: Iterable[str] = ()) -> str:
+    """The text `rlpipe config` prints: a header naming what was resolved, then one line per
+    key (`key = value  # meaning`)."""
+    overrides = list(overrides)
+    if name and os.path.isdir(name):
+        trained, plain = read_config(name)
+        entry = get_entry(trained, imports=plain.get("imports", ()))
+        cfg = entry.resolve(plain, overrides)
+        header = f"# run folder {name}: {trained}"
+    else:
+        entry = _entry_to_train(name, algo, env, list(imports))
+        cfg = entry.resolve({}, overrides)
+        _drop_stale_stop_value(entry, cfg, overrides)
+        header = f"# {entry.name}: {entry.policy_cls.__name__}"
+        if is_generic(entry.name):
+            header += f" (train it with `rlpipe train --algo {algo} --env {env}`)"
+    meanings = config_meanings(entry.policy_cls, with_imports=is_generic(entry.name))
+    return f"{header}\n{describe_config(cfg, meanings)}"

@@ -1,0 +1,220 @@
+"""Generic zoo entries: any trainable policy on any environment, without writing an entry.
+
+`rlpipe train --algo ppo --env Acrobot-v1` trains the entry named ``"ppo@Acrobot-v1"``: the
+algorithm's defaults, the env's spaces, the stop value from the env spec's `reward_threshold`
+(none when it has none), in `runs/Acrobot-v1-ppo/<timestamp>/`. The pipeline (off- or
+on-policy) is the one the policy class declares in its `pipeline` attribute, so a policy
+registered with `rlpipe.policies.register_policy` trains the same way.
+
+- algorithm: a registered name (`dqn`, `ppo`, `sac`, `td3`, or one of yours) or
+  `module:Class` (the module is imported; the current folder is on the import path);
+- env: a gymnasium id, a name registered with `rlpipe.envs.register_env`, or `module:attr`
+  where `attr` is a callable returning an env (a factory) or a gymnasium id that importing
+  `module` registers;
+- `imports`: modules imported first (`--import`), e.g. ones that register an env or a policy;
+  they are recorded in the run's config (`imports`) so `--resume` and `rlpipe eval` import them.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import sys
+import types
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
+
+import gymnasium as gym
+from easydict import EasyDict
+
+from rlpipe.envs import register_env
+from rlpipe.envs._registry import registered_envs, resolve_env
+from rlpipe.policies import Policy, get_policy, policy_names
+from rlpipe.policies.registry import registered_name
+
+SEP = "@"
+PIPELINES = ("off-policy", "on-policy")
+
+
+def is_generic(name: str) -> bool:
+    """Whether `name` names a generic entry (``ALGO@ENV``) rather than a zoo module."""
+    return SEP in name
+
+
+def import_modules(modules: Iterable[str], what: str = "--import") -> None:
+    """Import each module (the current folder first on the import path), or say which failed."""
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise ImportError(f"{what} {module!r}: cannot import it ({exc}); check the module "
+                              f"name and that it is on the import path (the current folder "
+                              f"is)") from exc
+
+
+def _import_attr(spec: str, what: str) -> Any:
+    module, _, attr = spec.partition(":")
+    import_modules([module], what=f"{what} {spec!r}: module")
+    if not hasattr(sys.modules[module], attr):
+        raise ValueError(f"{what} {spec!r}: module {module!r} has no attribute {attr!r}")
+    return getattr(sys.modules[module], attr)
+
+
+def policy_class(algo: str) -> type:
+    """The policy class that `--algo ALGO` names; it must declare a zoo pipeline."""
+    if ":" in algo:
+        cls = _import_attr(algo, "--algo")
+    else:
+        try:
+            cls = get_policy(algo)
+        except KeyError:
+            known = ", ".join(trainable_names())
+            raise ValueError(f"--algo {algo!r}: no algorithm of that name (known: {known}); "
+                             f"for one of your own pass --algo MODULE:CLASS, or --import MODULE "
+                             f"where MODULE calls rlpipe.policies.register_policy") from None
+    if not (isinstance(cls, type) and issubclass(cls, Policy)):
+        raise TypeError(f"--algo {algo!r} is {cls!r}, not a subclass of rlpipe.policies.Policy")
+    if getattr(cls, "pipeline", "") not in PIPELINES:
+        raise ValueError(f"--algo {algo!r}: {cls.__name__} declares no zoo pipeline (its class "
+                         f"attribute `pipeline` is {getattr(cls, 'pipeline', None)!r}); set it to "
+                         f"'off-policy' or 'on-policy' to train it from the CLI")
+    return cls
+
+
+def trainable_names() -> List[str]:
+    """Registered policies that the zoo can train (they declare a pipeline)."""
+    return [n for n in policy_names() if getattr(get_policy(n), "pipeline", "") in PIPELINES]
+
+
+def canonical_algo(algo: str, cls: type) -> str:
+    """How the entry name records the algorithm: the registered name of a built-in policy,
+    else `module:Class`, so that another process (a resumed run, a collector) finds it again
+    without the registration having run there."""
+    name = registered_name(cls)
+    if name is not None and cls.__module__.startswith("rlpipe."):
+        return name
+    if ":" in algo:
+        return algo
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def prepare_env(env_id: str) -> None:
+    """Make `module:attr` env ids resolvable by `EnvManager` in this process (registers them
+    with `rlpipe.envs.register_env`); other ids need nothing."""
+    if ":" not in env_id or env_id.lower() in registered_envs():
+        return
+    target = _import_attr(env_id, "--env")
+    if isinstance(target, str) or callable(target):
+        register_env(env_id, target, overwrite=True)
+    else:
+        raise TypeError(f"--env {env_id!r} is a {type(target).__name__}: name a callable that "
+                        f"returns a gymnasium.Env (a factory) or a gymnasium id string")
+
+
+def probe_env(env_id: str, env_kwargs: Optional[Mapping] = None) -> Tuple[gym.Space, gym.Space,
+                                                                            Optional[float]]:
+    """(observation space, action space, the spec's reward_threshold) of one env instance."""
+    prepare_env(env_id)
+    env = resolve_env(env_id, env_kwargs).make()
+    try:
+        spec = getattr(env, "spec", None)
+        threshold = getattr(spec, "reward_threshold", None) if spec is not None else None
+        return env.observation_space, env.action_space, threshold
+    finally:
+        env.close()
+
+
+def check_fits(algo: str, cls: type, env_id: str, obs_space: gym.Space,
+               action_space: gym.Space) -> None:
+    """Raise a ValueError in CLI words when `cls` cannot act in the env's spaces."""
+    for what, space, attr in (("observation", obs_space, "obs_space_types"),
+                              ("action", action_space, "action_space_types")):
+        allowed = getattr(cls, attr)
+        if isinstance(space, allowed):
+            continue
+        fits = [n for n in trainable_names()
+                if isinstance(obs_space, get_policy(n).obs_space_types)
+                and isinstance(action_space, get_policy(n).action_space_types)]
+        needs = " or ".join(t.__name__ for t in allowed)
+        instead = (": use " + ", ".join(f"--algo {n}" for n in fits[:-1])
+                   + (" or " if len(fits) > 1 else "") + f"--algo {fits[-1]}") if fits else \
+            ": no registered algorithm handles it"
+        raise ValueError(f"{algo} needs a {needs} {what} space; {env_id}'s {what}s are "
+                         f"{space!r}{instead}")
+
+
+def run_name(algo: str, env_id: str) -> str:
+    """The run folder's name under runs/: `<env>-<algo>`, e.g. `Acrobot-v1-ppo`."""
+    label = algo.rpartition(":")[2].lower() if ":" in algo else algo.lower()
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", f"{env_id}-{label}").strip("-")
+
+
+def _resolver(pipeline: str) -> Callable[..., EasyDict]:
+    if pipeline == "on-policy":
+        from ._onpolicy import resolve_config
+    else:
+        from ._offpolicy import resolve_config
+    return resolve_config
+
+
+def _imports_of(config: Mapping, where: str) -> Tuple[Dict[str, Any], List[str]]:
+    rest = dict(config)
+    imports = rest.pop("imports", [])
+    if not isinstance(imports, (list, tuple)) or not all(isinstance(m, str) for m in imports):
+        raise TypeError(f"{where} key 'imports' must be a list of module names, got {imports!r}")
+    return rest, list(imports)
+
+
+def build_module(name: str, stop_value: Optional[float] = None,
+                 imports: Iterable[str] = ()) -> types.ModuleType:
+    """The module-like object of generic entry `name` (``ALGO@ENV``): `POLICY`, `config`,
+    `resolve_config` and `main`, as a zoo entry module has."""
+    algo, _, env_id = name.partition(SEP)
+    if not algo or not env_id:
+        raise ValueError(f"generic entry {name!r}: expected ALGO{SEP}ENV (e.g. ppo{SEP}CartPole-v1)")
+    import_modules(imports)
+    cls = policy_class(algo)
+    prepare_env(env_id)
+    module = types.ModuleType(f"rlpipe.zoo.generic[{name}]")
+    module.__doc__ = (f"{cls.__name__} on {env_id} with the algorithm's defaults "
+                      f"(`rlpipe train --algo {algo} --env {env_id}`).")
+    module.POLICY = cls
+    module.RUN_NAME = run_name(algo, env_id)
+    module.config = {"env": {"id": env_id, "stop_value": stop_value}, "imports": list(imports)}
+    base_resolve = _resolver(cls.pipeline)
+
+    def resolve_config(policy_cls: Any, entry_config: Mapping,
+                       user: Optional[Mapping] = None) -> EasyDict:
+        entry_rest, imports = _imports_of(entry_config, "the entry config's")
+        user_rest, user_imports = _imports_of(user or {}, "the config's")
+        imports = user_imports or imports
+        import_modules(imports)
+        cfg = base_resolve(policy_cls, entry_rest, user_rest)
+        cfg.imports = imports
+        return cfg
+
+    def main(cfg: Any) -> Dict[str, Any]:
+        import_modules(cfg.get("imports", []))
+        prepare_env(cfg.env.id)
+        if cls.pipeline == "on-policy":
+            from ._onpolicy import run_onpolicy
+
+            return run_onpolicy(cfg, cls)
+        from ._offpolicy import run_offpolicy
+
+        return run_offpolicy(cfg, cls)
+
+    module.resolve_config = resolve_config
+    module.main = main
+    return module
+
+
+def generic_name(algo: str, env_id: str, imports: Iterable[str] = ()) -> Tuple[str, Optional[float]]:
+    """(entry name, stop value) for `--algo ALGO --env ENV`: imports `imports`, checks that the
+    algorithm fits the env's spaces, and reads the stop value from the env spec."""
+    import_modules(imports)
+    cls = policy_class(algo)
+    obs_space, action_space, threshold = probe_env(env_id)
+    check_fits(algo, cls, env_id, obs_space, action_space)
+    return f"{canonical_algo(algo, cls)}{SEP}{env_id}", threshold

@@ -1,0 +1,158 @@
+"""What each config key means, for `rlpipe config`.
+
+Meanings come from where the defaults are maintained:
+
+- the run sections (RUN_DEFAULTS of `_offpolicy.py` / `_onpolicy.py`): `RUN_MEANINGS` below, one
+  line per key; a test checks that every key of both tables has one;
+- a policy's own keys: the end-of-line comment beside the key in its `default_config()` (the
+  policy modules already document every setting that way), or the policy class's optional
+  `config_meanings` dict (dotted key below `policy.` → meaning), which wins;
+- the pipeline settings every policy section carries (`PIPELINE_DEFAULTS`): `PIPELINE_MEANINGS`.
+"""
+from __future__ import annotations
+
+import inspect
+import io
+import json
+import textwrap
+import tokenize
+from typing import Any, Dict, List, Mapping
+
+RUN_MEANINGS: Dict[str, str] = {
+    "seed": "seed of the run: envs, network init, exploration, replay sampling",
+    "run_dir": "the run folder (set by `rlpipe train`: runs/<name>/<timestamp>/)",
+    "async_mode": "overlap collection and evaluation with training (`--async`)",
+    "max_env_step": "stop after this many env steps (`--max-env-steps`)",
+    "max_train_iter": "stop after this many learn steps (None: no limit)",
+    "max_wall_time": "stop after this many seconds (None: no limit)",
+    "progress": "show a progress bar (`--no-progress` turns it off)",
+    "resume_from": "checkpoint this run continues from (set by `--resume`)",
+    "env.id": "gymnasium id, name registered with rlpipe.envs.register_env, or module:Factory",
+    "env.n_envs": "parallel envs the collector steps",
+    "env.eval_n_envs": "parallel envs the evaluator steps",
+    "env.mode": "vectorisation: 'sync', 'async' (subprocesses), 'native' or 'auto'",
+    "env.stop_value": "finish when the mean eval return reaches this (None: run the budget)",
+    "env.step_timeout": "seconds an env step may take before the env is restarted (async mode)",
+    "env.env_kwargs": "keyword arguments for gymnasium.make (or the env factory)",
+    "env.max_restarts": "env restarts (crashes, hangs) allowed within restart_window steps; one "
+                        "more stops the run, naming the env and its last traceback",
+    "env.restart_window": "batched env steps over which max_restarts counts (None: the whole run)",
+    "replay.capacity": "transitions the replay buffer holds",
+    "replay.prioritized": "prioritised replay (sum tree) instead of uniform sampling",
+    "replay.alpha": "prioritised replay: priority exponent",
+    "replay.beta": "prioritised replay: importance-sampling exponent",
+    "replay.min_samples": "transitions in the buffer before learning starts",
+    "replay.max_updates_per_step": "learn steps allowed per collected env step "
+                                   "(None: update_per_collect / n_sample)",
+    "replay.save_buffer": "checkpoints save the replay buffer, so --resume is exact",
+    "logger.tensorboard": "write TensorBoard events to <run_dir>/tb",
+    "ckpt.train_freq": "write a resumable checkpoint every this many learn steps",
+    "parallel.collectors": "collector processes of a distributed run (`--collectors`)",
+    "parallel.evaluator": "evaluate in a process of its own (`--evaluator`)",
+    "parallel.publish_every": "learner publishes weights every N learn steps (None: every one)",
+    "parallel.batches_per_iter": "collector batches the learner takes per iteration",
+    "parallel.queue_size": "collector batches in flight before collectors wait (None: default)",
+    "parallel.backend": "'ray' (actors, one machine or a cluster) or 'local' (child processes)",
+    "imports": "modules imported before the run (`--import`), e.g. ones that register "
+               "an env or a policy",
+}
+
+PIPELINE_MEANINGS: Dict[str, str] = {
+    "collect.n_sample": "env steps collected per iteration (summed over envs)",
+    "collect.n_episode": "episodes collected per iteration (episode collectors)",
+    "collect.random_collect_size": "first env steps taken with uniformly random actions",
+    "other.eps.type": "epsilon schedule of eps-greedy exploration ('linear' or 'exp')",
+    "other.eps.start": "epsilon at the start",
+    "other.eps.end": "epsilon at the end of the decay",
+    "other.eps.decay": "env steps over which epsilon decays",
+    "learn.update_per_collect": "learn steps per iteration",
+    "eval.evaluator.eval_freq": "evaluate every this many env steps",
+    "eval.evaluator.n_episode": "episodes per evaluation",
+}
+
+
+def comment_meanings(policy_cls: type) -> Dict[str, str]:
+    """`{dotted key: comment}` from the end-of-line comments in `policy_cls.default_config()`.
+
+    Reads the source of the `default_config` that the class uses; keys are found as
+    `name=` inside `dict(...)`/`EasyDict(...)` calls, nested sections as `name=dict(`."""
+    method = getattr(policy_cls.default_config, "__func__", policy_cls.default_config)
+    try:
+        source = textwrap.dedent(inspect.getsource(method))
+    except (OSError, TypeError):  # defined in a REPL or built dynamically: no source to read
+        return {}
+    tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    found: Dict[str, str] = {}
+    path: List[str] = []
+    opened: List[bool] = []  # per open bracket: did it open a named section?
+    pending: List[tuple] = []  # (dotted key, line) waiting for a comment on that line
+    for i, tok in enumerate(tokens):
+        if tok.type == tokenize.OP and tok.string in "([{":
+            prev = tokens[i - 2] if i >= 2 else None
+            named = (tok.string == "(" and prev is not None and prev.type == tokenize.OP
+                     and prev.string == "=" and tokens[i - 1].string in ("dict", "EasyDict")
+                     and i >= 3 and tokens[i - 3].type == tokenize.NAME)
+            if named:
+                path.append(tokens[i - 3].string)
+            opened.append(named)
+        elif tok.type == tokenize.OP and tok.string in ")]}":
+            if opened and opened.pop():
+                path.pop()
+        elif (tok.type == tokenize.NAME and i + 1 < len(tokens) and tokens[i + 1].string == "="
+              and opened and (len(opened) == 1 or opened[-1])):
+            is_section = i + 3 < len(tokens) and tokens[i + 2].string in ("dict", "EasyDict") \
+                and tokens[i + 3].string == "("
+            if not is_section:
+                pending.append((".".join(path + [tok.string]), tok.start[0]))
+        elif tok.type == tokenize.COMMENT:
+            text = tok.string.lstrip("#").strip()
+            for key, line in pending:
+                if line == tok.start[0] and text:
+                    found[key] = text
+            pending = [(k, ln) for k, ln in pending if ln > tok.start[0]]
+    return found
+
+
+def config_meanings(policy_cls: type, with_imports: bool = False) -> Dict[str, str]:
+    """`{dotted key: meaning}` for a whole run config of `policy_cls`."""
+    meanings = {k: v for k, v in RUN_MEANINGS.items() if with_imports or k != "imports"}
+    policy = {**PIPELINE_MEANINGS, **comment_meanings(policy_cls),
+              **dict(getattr(policy_cls, "config_meanings", {}) or {})}
+    meanings.update({f"policy.{k}": v for k, v in policy.items()})
+    return meanings
+
+
+def leaf_keys(cfg: Mapping, prefix: str = "") -> List[str]:
+    """Dotted keys of the non-section values of `cfg` (an empty dict counts as a value)."""
+    keys: List[str] = []
+    for key, value in cfg.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            keys += leaf_keys(value, dotted + ".")
+        else:
+            keys.append(dotted)
+    return keys
+
+
+def _lookup(cfg: Mapping, dotted: str) -> Any:
+    node: Any = cfg
+    for part in dotted.split("."):
+        node = node[part]
+    return node
+
+
+def describe_config(cfg: Mapping, meanings: Mapping[str, str]) -> str:
+    """One line per key: `key = value  # meaning` (values as JSON where they can be)."""
+    keys = leaf_keys(cfg)
+    width = max((len(k) for k in keys), default=0)
+    lines = []
+    for key in keys:
+        value = _lookup(cfg, key)
+        try:
+            shown = json.dumps(list(value) if isinstance(value, tuple) else value)
+        except TypeError:
+            shown = repr(value)
+        text = f"{key:<{width}} = {shown}"
+        meaning = meanings.get(key)
+        lines.append(f"{text:<{width + 20}}  # {meaning}" if meaning else text)
+    return "\n".join(lines)
