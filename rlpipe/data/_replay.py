@@ -6,6 +6,7 @@ from typing import Any, Dict, Mapping, Optional
 
 import numpy as np
 
+from ._locked import PicklesWithoutLock
 from ._schedule import UpdateSchedule
 from ._serialize import load_state, save_state
 from ._storage import ArrayStorage
@@ -20,7 +21,7 @@ def _check_capacity(capacity: Any, owner: str) -> int:
     return int(capacity)
 
 
-class ReplayBuffer:
+class ReplayBuffer(PicklesWithoutLock):
     """Transitions in preallocated arrays; a full buffer overwrites its oldest rows.
 
     `push(batch)` takes a dict of arrays with a leading batch dim B (one row per transition;
@@ -173,14 +174,5 @@ class ReplayBuffer:
         self.load_state_dict(load_state(path))
 
     # -- misc -----------------------------------------------------------------------------
-    def __getstate__(self) -> Dict[str, Any]:
-        state = self.__dict__.copy()
-        del state["_lock"]
-        return state
-
-    def __setstate__(self, state: Dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
-
     def __repr__(self) -> str:
         return f"{type(self).__name__}(capacity={self._capacity}, len={self._size}, position={self._pos})"

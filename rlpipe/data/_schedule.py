@@ -20,6 +20,8 @@ import threading
 from fractions import Fraction
 from typing import Any, Dict, Mapping, Optional, Tuple
 
+from ._locked import PicklesWithoutLock
+
 UNLIMITED = sys.maxsize
 """What `allowed_updates()` returns when no ratio is set (past `min_samples`)."""
 
@@ -30,7 +32,7 @@ def _positive_int(value: Any, name: str, minimum: int) -> int:
     return int(value)
 
 
-class UpdateSchedule:
+class UpdateSchedule(PicklesWithoutLock):
     """Counts inserted transitions and sampled batches; says how many updates may run now.
 
     `UpdateSchedule(min_samples=0, max_updates_per_step=None, per_iteration=None, batch_size=None)`;
@@ -160,15 +162,6 @@ class UpdateSchedule:
         with self._lock:
             self._inserted = int(state["inserted"])
             self._sampled = int(state["sampled"])
-
-    def __getstate__(self) -> Dict[str, Any]:
-        state = self.__dict__.copy()
-        del state["_lock"]
-        return state
-
-    def __setstate__(self, state: Dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return (f"UpdateSchedule(min_samples={self.min_samples}, "
