@@ -132,3 +132,19 @@ def test_zoo_schedule_runs_update_per_collect_per_iteration_after_warm_up(async_
     if not async_mode:  # the pusher ran before the learner each iteration: 0, 3, 3, 3, 3, 3
         assert ctx.train_iter == 15
     assert ctx.train_iter <= 18
+
+
+def test_a_run_log_says_why_the_learner_waited_and_when_it_started(tmp_path, capsys):
+    from rlpipe.cli import main
+
+    run_dir = tmp_path / "run"
+    assert main(["train", "cartpole-dqn", "--max-env-steps", "768", "--run-dir", str(run_dir),
+                 "--no-progress", "--set", "replay.min_samples=512",
+                 "--set", "policy.collect.random_collect_size=0",
+                 "--set", "policy.learn.update_per_collect=4",
+                 "--set", "policy.eval.evaluator.n_episode=1"]) == 0
+    log = (run_dir / "log.txt").read_text()
+    # 256 env steps per iteration: the first waits, the second trains
+    assert "OffPolicyLearner: waiting: 0 updates: warm-up, 256 of min_samples 512 inserted" in log
+    assert "OffPolicyLearner: training starts: 4 updates: update_per_collect" in log
+    assert log.count("OffPolicyLearner:") == 2
