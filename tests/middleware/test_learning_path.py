@@ -138,11 +138,11 @@ def test_a_run_log_says_why_the_learner_waited_and_when_it_started(tmp_path, cap
     from rlpipe.cli import main
 
     run_dir = tmp_path / "run"
-    assert main(["train", "cartpole-dqn", "--max-env-steps", "768", "--run-dir", str(run_dir),
-                 "--no-progress", "--set", "replay.min_samples=512",
-                 "--set", "policy.collect.random_collect_size=0",
-                 "--set", "policy.learn.update_per_collect=4",
-                 "--set", "policy.eval.evaluator.n_episode=1"]) == 0
+    overrides = {"replay.min_samples": 512, "policy.collect.random_collect_size": 0,
+                 "policy.learn.update_per_collect": 4, "policy.eval.evaluator.n_episode": 1}
+    sets = [arg for key, value in overrides.items() for arg in ("--set", f"{key}={value}")]
+    argv = ["train", "cartpole-dqn", "--max-env-steps", "768", "--run-dir", str(run_dir), "--no-progress"]
+    assert main(argv + sets) == 0
     log = (run_dir / "log.txt").read_text()
     # 256 env steps per iteration: the first waits, the second trains
     assert "OffPolicyLearner: waiting: 0 updates: warm-up, 256 of min_samples 512 inserted" in log
