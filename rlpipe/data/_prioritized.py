@@ -5,7 +5,7 @@ from typing import Any, Dict, Mapping, Optional
 
 import numpy as np
 
-from ._controller import SampleRatioController
+from ._schedule import UpdateSchedule
 from ._replay import ReplayBuffer
 from ._sumtree import SumTree
 
@@ -28,7 +28,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
     """
 
     def __init__(self, capacity: int, alpha: float = 0.6, beta: float = 0.4, eps: float = 1e-6,
-                 seed: Optional[int] = None, controller: Optional[SampleRatioController] = None) -> None:
+                 seed: Optional[int] = None, controller: Optional[UpdateSchedule] = None) -> None:
         super().__init__(capacity, seed=seed, controller=controller)
         if not alpha >= 0:
             raise ValueError(f"PrioritizedReplayBuffer: alpha must be >= 0 (0 is uniform), got {alpha!r}")

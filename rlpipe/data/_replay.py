@@ -6,7 +6,8 @@ from typing import Any, Dict, Mapping, Optional
 
 import numpy as np
 
-from ._controller import SampleRatioController
+from ._locked import PicklesWithoutLock
+from ._schedule import UpdateSchedule
 from ._serialize import load_state, save_state
 from ._storage import ArrayStorage
 
@@ -20,7 +21,7 @@ def _check_capacity(capacity: Any, owner: str) -> int:
     return int(capacity)
 
 
-class ReplayBuffer:
+class ReplayBuffer(PicklesWithoutLock):
     """Transitions in preallocated arrays; a full buffer overwrites its oldest rows.
 
     `push(batch)` takes a dict of arrays with a leading batch dim B (one row per transition;
@@ -28,12 +29,15 @@ class ReplayBuffer:
     (keys, row shapes, dtypes); later pushes must match it. `sample(batch_size)` draws rows
     uniformly with replacement and adds `"index"` (int64 row numbers).
 
+    `controller` (an `UpdateSchedule`, optional) is told every insert and every sample, and its
+    counters are saved with the rows, so a learner's schedule resumes exactly.
+
     Thread-safe for one writer and one reader running concurrently: a lock covers the index
     math and the copies, so a sampled row is never half old and half new.
     """
 
     def __init__(self, capacity: int, seed: Optional[int] = None,
-                 controller: Optional[SampleRatioController] = None) -> None:
+                 controller: Optional[UpdateSchedule] = None) -> None:
         name = type(self).__name__
         self._capacity = _check_capacity(capacity, name)
         self._storage = ArrayStorage(self._capacity, name)
@@ -106,7 +110,7 @@ class ReplayBuffer:
                              f"got {batch_size!r}")
         if self._size == 0:
             raise RuntimeError(f"{type(self).__name__}.sample: the buffer is empty; push transitions "
-                               "before sampling (a SampleRatioController with min_samples gates this)")
+                               "before sampling (an UpdateSchedule with min_samples gates this)")
 
     def sample(self, batch_size: int) -> Dict[str, Any]:
         """`batch_size` rows drawn uniformly with replacement, plus `"index"` (int64)."""
@@ -170,14 +174,5 @@ class ReplayBuffer:
         self.load_state_dict(load_state(path))
 
     # -- misc -----------------------------------------------------------------------------
-    def __getstate__(self) -> Dict[str, Any]:
-        state = self.__dict__.copy()
-        del state["_lock"]
-        return state
-
-    def __setstate__(self, state: Dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
-
     def __repr__(self) -> str:
         return f"{type(self).__name__}(capacity={self._capacity}, len={self._size}, position={self._pos})"

@@ -92,7 +92,11 @@ def nstep_reward_enhancer(cfg: Any) -> Callable:
 
 def offpolicy_data_fetcher(cfg: Any, buffer_: Any) -> Callable:
     """Sample `cfg.policy.learn.batch_size` transitions into `ctx.train_data`; after the
-    learner ran, write the new priorities back when the buffer is prioritized."""
+    learner ran, write the new priorities back when the buffer is prioritized.
+
+    The fetch half of the one learning path: `OffPolicyLearner` runs it around `trainer` for
+    each update its schedule allows. Another fetcher (offline data, sequences) has the same
+    shape: fill `train_data` (None when nothing can be fetched) before one `yield`."""
     batch_size = int(setting(cfg, "policy.learn.batch_size"))
 
     @contract(reads=(), writes=("train_data",), reads_after=("train_output",), role=Role.LEARNER)

@@ -1,15 +1,20 @@
 """Learners: run the policy's update on fetched data and count train iterations."""
 from __future__ import annotations
 
+import logging
 import math
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from rlpipe.contexts import OnlineRLContext
+from rlpipe.data import UpdateSchedule
 from rlpipe.engine import Role, contract
 
 from ._cfg import setting
+from .buffer_io import offpolicy_data_fetcher
+
+log = logging.getLogger(__name__)
 
 
 class NonFiniteLossError(FloatingPointError):
@@ -33,8 +38,11 @@ def mean_stats(outputs: List[Dict[str, Any]]) -> Dict[str, float]:
     return {k: float(np.mean([o[k] for o in outputs])) for k in keys}
 
 
-def trainer(cfg: Any, policy: Any) -> Callable:
-    """One update on `ctx.train_data` (skipped when it is None); `train_iter` += 1."""
+def trainer(cfg: Any, policy: Any, *, name: str = "trainer") -> Callable:
+    """One update on `ctx.train_data` (skipped when it is None); `train_iter` += 1.
+
+    The one update path of the off-policy pipelines: `OffPolicyLearner` runs it after its fetcher.
+    `name` is the middleware named when a loss is not finite."""
 
     @contract(reads=("train_data", "train_iter"), writes=("train_output", "train_iter"),
               role=Role.LEARNER)
@@ -42,7 +50,7 @@ def trainer(cfg: Any, policy: Any) -> Callable:
         if ctx.train_data is None:
             return
         output = policy.forward(ctx.train_data)
-        check_finite(output, "trainer", ctx.train_iter)
+        check_finite(output, name, ctx.train_iter)
         ctx.train_output = output
         ctx.train_iter += 1
 
@@ -52,36 +60,60 @@ def trainer(cfg: Any, policy: Any) -> Callable:
 @contract(reads=("train_iter",), writes=("train_iter", "train_output", "train_data"),
           role=Role.LEARNER)
 class OffPolicyLearner:
-    """Up to `cfg.policy.learn.update_per_collect` updates per iteration from `buffer_`.
+    """Up to `cfg.policy.learn.update_per_collect` updates per iteration from `buffer_`: each
+    one the fetcher (a batch into `ctx.train_data`; priorities written back after the update)
+    then the one `trainer`; `ctx.train_output` is the mean of their scalar statistics.
 
-    The buffer's sample-ratio controller (when it has one) caps the updates: none before its
-    minimum number of samples, and never more updates per inserted step than its ratio. The
-    learner reads no collector field, so in async mode it trains while collection runs.
+    How many updates run is the buffer's `UpdateSchedule` (`buffer_.controller`; the learner fills
+    its `per_iteration` and `batch_size` from the config when they are None): none during warm-up
+    (`min_samples`) or before a full batch, never more per inserted step than its ratio. A buffer
+    without one gets a schedule of `update_per_collect` and `batch_size` alone. `last_decision`
+    holds this iteration's `(n_updates, reason)`; the start and end of the warm-up are logged.
+    `fetcher` (default `offpolicy_data_fetcher(cfg, buffer_)`) is any generator middleware that
+    fills `ctx.train_data` before its `yield`. The learner reads no collector field, so in async
+    mode it trains while collection runs.
     """
 
-    def __init__(self, cfg: Any, policy: Any, buffer_: Any) -> None:
+    def __init__(self, cfg: Any, policy: Any, buffer_: Any, *, fetcher: Optional[Callable] = None) -> None:
         self.policy = policy
         self.buffer = buffer_
-        self.batch_size = int(setting(cfg, "policy.learn.batch_size"))
-        self.update_per_collect = int(setting(cfg, "policy.learn.update_per_collect"))
-
-    def _updates_allowed(self) -> int:
-        if len(self.buffer) < self.batch_size:
-            return 0
-        controller = getattr(self.buffer, "controller", None)
-        if controller is None:
-            return self.update_per_collect
-        return max(0, min(self.update_per_collect, controller.allowed_updates()))
+        schedule = getattr(buffer_, "controller", None)
+        self.schedule = UpdateSchedule() if schedule is None else schedule
+        self.schedule.complete(int(setting(cfg, "policy.learn.update_per_collect")),
+                               int(setting(cfg, "policy.learn.batch_size")), where="OffPolicyLearner")
+        self._fetch = fetcher if fetcher is not None else offpolicy_data_fetcher(cfg, buffer_)
+        self._train = trainer(cfg, policy, name="OffPolicyLearner")
+        self.last_decision: Tuple[int, str] = (0, "not called yet")
+        self._logged_wait = self._logged_start = False
 
     def __call__(self, ctx: OnlineRLContext) -> None:
+        n_updates, reason = self.last_decision = self.schedule.allowed(len(self.buffer))
+        if not self._logged_start:
+            self._log_start(n_updates, reason)
         outputs = []
-        for _ in range(self._updates_allowed()):
-            batch = self.buffer.sample(self.batch_size)
-            output = self.policy.forward(batch)
-            check_finite(output, "OffPolicyLearner", ctx.train_iter)
-            if "priority" in output and hasattr(self.buffer, "update_priority"):
-                self.buffer.update_priority(batch["index"], output.pop("priority"))
-            outputs.append(output)
-            ctx.train_iter += 1
+        for _ in range(n_updates):
+            fetch = self._fetch(ctx)
+            post = fetch if hasattr(fetch, "__next__") else None
+            try:
+                if post is not None:
+                    next(post)
+                if ctx.train_data is None:
+                    break
+                self._train(ctx)
+                if post is not None:
+                    next(post, None)
+            finally:
+                if post is not None:
+                    post.close()
+            outputs.append(ctx.train_output)
         if outputs:
             ctx.train_output = mean_stats(outputs)
+
+    def _log_start(self, n_updates: int, reason: str) -> None:
+        """Log why the first iterations wait (once) and when training starts (once)."""
+        if n_updates:
+            self._logged_start = True
+            log.info("OffPolicyLearner: training starts: %s", reason)
+        elif not self._logged_wait:
+            self._logged_wait = True
+            log.info("OffPolicyLearner: waiting: %s", reason)

@@ -9,7 +9,7 @@ from easydict import EasyDict
 
 from rlpipe.config import merge_config
 from rlpipe.config_checks import check_config
-from rlpipe.data import PrioritizedReplayBuffer, ReplayBuffer, SampleRatioController
+from rlpipe.data import PrioritizedReplayBuffer, ReplayBuffer, UpdateSchedule
 from rlpipe.engine import Role, parallel, task
 from rlpipe.envs import EnvManager
 from rlpipe.middleware import (OffPolicyLearner, StepCollector, data_pusher, eps_greedy_handler,
@@ -79,16 +79,13 @@ def make_envs(cfg: Any) -> tuple:
 
 
 def make_buffer(cfg: Any) -> Any:
+    """The run's replay buffer, carrying the run's `UpdateSchedule` (saved with it for resume)."""
     replay = cfg.replay
-    ratio = replay.max_updates_per_step
-    if ratio is None:  # default: exactly the configured updates per collected step
-        ratio = cfg.policy.learn.update_per_collect / cfg.policy.collect.n_sample
-    controller = SampleRatioController(min_samples=replay.min_samples,
-                                       max_updates_per_step=ratio)
+    schedule = UpdateSchedule.from_config(cfg)
     if replay.prioritized:
         return PrioritizedReplayBuffer(replay.capacity, alpha=replay.alpha, beta=replay.beta,
-                                       seed=cfg.seed, controller=controller)
-    return ReplayBuffer(replay.capacity, seed=cfg.seed, controller=controller)
+                                       seed=cfg.seed, controller=schedule)
+    return ReplayBuffer(replay.capacity, seed=cfg.seed, controller=schedule)
 
 
 @dataclasses.dataclass

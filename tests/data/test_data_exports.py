@@ -4,7 +4,7 @@ import rlpipe.data as data
 def test_all_lists_the_public_names():
     assert sorted(data.__all__) == sorted([
         "NStepAccumulator", "PerEnvOutput", "PrioritizedReplayBuffer", "ReplayBuffer", "RolloutStorage",
-        "SampleRatioController", "SumTree", "TRANSITION_KEYS", "UNLIMITED", "bootstrap_discount",
+        "SampleRatioController", "SumTree", "TRANSITION_KEYS", "UNLIMITED", "UpdateSchedule", "bootstrap_discount",
         "batch_of", "compute_gae", "nstep_targets", "td_targets", "to_torch",
     ])
     for name in data.__all__:

@@ -71,3 +71,71 @@ def test_state_dict_round_trip_and_pickle():
 def test_bad_arguments(kw):
     with pytest.raises(ValueError):
         SampleRatioController(**kw)
+
+
+# -- UpdateSchedule: every rule in one object, with the reason ---------------------------------
+
+def test_sample_ratio_controller_is_the_update_schedule():
+    from rlpipe.data import UpdateSchedule
+
+    assert SampleRatioController is UpdateSchedule
+    c = SampleRatioController(10, 0.5)  # the old positional form still means min_samples, ratio
+    assert (c.min_samples, c.max_updates_per_step, c.per_iteration, c.batch_size) == (10, 0.5, None, None)
+
+
+def test_allowed_names_the_rule_that_decided():
+    from rlpipe.data import UpdateSchedule
+
+    s = UpdateSchedule(min_samples=100, max_updates_per_step=0.5, per_iteration=8, batch_size=32)
+    s.on_insert(40)
+    assert s.allowed(40) == (0, "0 updates: warm-up, 40 of min_samples 100 inserted")
+    s.on_insert(60)
+    assert s.allowed(20)[0] == 0 and "fewer than batch_size 32" in s.allowed(20)[1]
+    assert s.allowed(100) == (8, "8 updates: update_per_collect")
+    s.on_sample(45)  # budget floor(100 * 0.5) = 50, 45 done: 5 left
+    n, reason = s.allowed(100)
+    assert n == 5 and reason.startswith("5 updates: ratio cap") and "45 done" in reason
+    s.on_sample(5)
+    assert s.allowed(100)[0] == 0 and "ratio cap" in s.allowed(100)[1]
+
+
+def test_from_config_holds_the_default_ratio_rule():
+    from easydict import EasyDict
+
+    from rlpipe.data import UpdateSchedule
+
+    cfg = EasyDict(replay=dict(min_samples=64, max_updates_per_step=None),
+                   policy=dict(learn=dict(update_per_collect=3, batch_size=16), collect=dict(n_sample=6)))
+    s = UpdateSchedule.from_config(cfg)
+    assert (s.min_samples, s.max_updates_per_step, s.per_iteration, s.batch_size) == (64, 0.5, 3, 16)
+    cfg.replay.max_updates_per_step = 2.0
+    assert UpdateSchedule.from_config(cfg).max_updates_per_step == 2.0
+    no_batch = {"policy": {"learn": {"update_per_collect": 3}, "collect": {"n_sample": 6}}}
+    with pytest.raises(KeyError, match=r"policy\.learn\.batch_size.*--set policy\.learn\.batch_size="):
+        UpdateSchedule.from_config(no_batch)
+
+
+def test_complete_fills_missing_rules_and_refuses_a_conflict():
+    from rlpipe.data import UpdateSchedule
+
+    s = UpdateSchedule(min_samples=5)
+    s.complete(per_iteration=4, batch_size=8)
+    assert (s.per_iteration, s.batch_size) == (4, 8)
+    s.complete(per_iteration=4, batch_size=8)  # the same values again: fine
+    with pytest.raises(ValueError, match=r"MyLearner: .*per_iteration=4 .*update_per_collect is 2"):
+        s.complete(per_iteration=2, batch_size=8, where="MyLearner")
+
+
+def test_saved_counters_keep_the_old_layout():
+    # buffer files written before UpdateSchedule hold exactly these keys; they must still load
+    old = {"inserted": 40, "sampled": 7, "min_samples": 5, "max_updates_per_step": 0.5}
+    s = SampleRatioController(min_samples=5, max_updates_per_step=0.5, per_iteration=100)
+    assert set(s.state_dict()) == set(old)
+    s.load_state_dict(old)
+    assert s.allowed(40) == (13, s.allowed(40)[1]) and "ratio cap" in s.allowed(40)[1]
+
+
+@pytest.mark.parametrize("kw", [{"per_iteration": 0}, {"batch_size": 0}, {"batch_size": 2.5}])
+def test_bad_caps(kw):
+    with pytest.raises(ValueError, match="UpdateSchedule: "):
+        SampleRatioController(**kw)
