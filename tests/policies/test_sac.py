@@ -265,3 +265,93 @@ def test_learner_on_gpu_acts_on_a_cpu_copy():
     other.load_state_dict(policy.state_dict())
     batch = transitions(seed=5)
     assert other.learn_mode.forward(batch) == policy.learn_mode.forward(batch)
+
+
+# --- the update, pinned bit for bit ---------------------------------------------------------------
+# A frozen copy of SACPolicy's learn step as it was before the twin-critic machinery moved to
+# rlpipe/policies/_twin_critic.py (main 5ba5bea). It works on a second, identically seeded policy
+# through public attributes only, with its own learn RNG (seed + 1, as the policy seeds its own).
+
+def frozen_sac_step(p, rng, batch):
+    c = p.cfg.learn
+    b = to_torch({k: batch[k] for k in ("obs", "action", "reward", "next_obs", "terminated",
+                                        "discount") if k in batch}, "cpu")
+    action = p.box.to_unit(b["action"])
+    critic_params, actor_params = list(p.critic.parameters()), list(p.actor.parameters())
+    with torch.no_grad():
+        next_action, next_logp = p.actor.sample(b["next_obs"], rng)
+        next_q = torch.min(*p.critic_target(b["next_obs"], next_action))
+        next_value = next_q - p.log_alpha.exp() * next_logp
+        discount = (b["discount"].float() if "discount" in b
+                    else c.gamma * (1.0 - b["terminated"].float()))
+        y = b["reward"].float() + discount * next_value
+    q1, q2 = p.critic(b["obs"], action)
+    critic_loss = torch.nn.functional.mse_loss(q1, y) + torch.nn.functional.mse_loss(q2, y)
+    p.critic_optimizer.zero_grad(set_to_none=True)
+    critic_loss.backward()
+    if c.grad_clip is not None:
+        torch.nn.utils.clip_grad_norm_(critic_params, c.grad_clip)
+    p.critic_optimizer.step()
+    if p.train_iter % c.actor_update_freq == 0:
+        new_action, logp = p.actor.sample(b["obs"], rng)
+        alpha = p.log_alpha.detach().exp()
+        for q in critic_params:
+            q.requires_grad_(False)
+        q_new = torch.min(*p.critic(b["obs"], new_action))
+        for q in critic_params:
+            q.requires_grad_(True)
+        actor_loss = (alpha * logp - q_new).mean()
+        p.actor_optimizer.zero_grad(set_to_none=True)
+        actor_loss.backward()
+        if c.grad_clip is not None:
+            torch.nn.utils.clip_grad_norm_(actor_params, c.grad_clip)
+        if c.auto_alpha:
+            alpha_loss = -(p.log_alpha * (logp.detach() + p.target_entropy)).mean()
+            p.alpha_optimizer.zero_grad(set_to_none=True)
+            alpha_loss.backward()
+        p.actor_optimizer.step()
+        if c.auto_alpha:
+            p.alpha_optimizer.step()
+    with torch.no_grad():
+        torch._foreach_lerp_(list(p.critic_target.parameters()), critic_params, c.tau)
+    p.train_iter += 1
+    return [float(critic_loss.detach()), float(q1.detach().mean()), float(y.mean())]
+
+
+def assert_same_tensors(a, b, where=""):
+    if isinstance(a, dict):
+        assert a.keys() == b.keys(), where
+        for k in a:
+            assert_same_tensors(a[k], b[k], f"{where}/{k}")
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_same_tensors(x, y, f"{where}[{i}]")
+    elif isinstance(a, torch.Tensor):
+        assert a.dtype == b.dtype and torch.equal(a, b), f"{where} differs"
+    else:
+        assert a == b, f"{where}: {a!r} != {b!r}"
+
+
+@pytest.mark.parametrize("learn", [
+    {"actor_update_freq": 2, "grad_clip": 0.5, "tau": 0.1},
+    {"auto_alpha": False, "init_alpha": 0.3, "gamma": 0.9},
+])
+def test_learn_steps_match_the_frozen_update_bit_for_bit(learn):
+    policy, reference = make({"learn": learn}), make({"learn": learn})
+    rng = torch.Generator().manual_seed(0 + 1)
+    for i in range(5):
+        batch = transitions(seed=i, terminated=np.arange(32) % 7 == 0)
+        if i == 3:  # an n-step batch
+            batch["discount"] = np.full(32, 0.5, np.float32)
+        out = policy.learn_mode.forward(batch)
+        expected = frozen_sac_step(reference, rng, batch)
+        assert [out["critic_loss"], out["q_mean"], out["target_mean"]] == expected
+    for name in ("actor", "critic", "critic_target"):
+        assert_same_tensors(getattr(policy, name).state_dict(),
+                            getattr(reference, name).state_dict(), name)
+    for name in ("actor_optimizer", "critic_optimizer", "alpha_optimizer"):
+        assert_same_tensors(getattr(policy, name).state_dict()["state"],
+                            getattr(reference, name).state_dict()["state"], name)
+    assert torch.equal(policy.log_alpha, reference.log_alpha)
+    assert policy.learn_mode.train_iter == reference.train_iter == 5
