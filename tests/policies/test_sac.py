@@ -8,6 +8,9 @@ import torch
 from rlpipe.policies import SACPolicy, UnsupportedSpaceError, get_policy
 from rlpipe.data import to_torch
 
+from .pinned_update import (check_against_frozen, frozen_batch, frozen_critic_grads,
+                            frozen_critic_step)
+
 OBS3 = gym.spaces.Box(-np.inf, np.inf, (3,), np.float32)
 ACT2 = gym.spaces.Box(np.array([-2.0, 0.0], np.float32), np.array([2.0, 5.0], np.float32))
 
@@ -274,37 +277,23 @@ def test_learner_on_gpu_acts_on_a_cpu_copy():
 
 def frozen_sac_step(p, rng, batch):
     c = p.cfg.learn
-    b = to_torch({k: batch[k] for k in ("obs", "action", "reward", "next_obs", "terminated",
-                                        "discount") if k in batch}, "cpu")
-    action = p.box.to_unit(b["action"])
-    critic_params, actor_params = list(p.critic.parameters()), list(p.actor.parameters())
+    b, action, discount = frozen_batch(p, batch)
     with torch.no_grad():
         next_action, next_logp = p.actor.sample(b["next_obs"], rng)
         next_q = torch.min(*p.critic_target(b["next_obs"], next_action))
-        next_value = next_q - p.log_alpha.exp() * next_logp
-        discount = (b["discount"].float() if "discount" in b
-                    else c.gamma * (1.0 - b["terminated"].float()))
-        y = b["reward"].float() + discount * next_value
-    q1, q2 = p.critic(b["obs"], action)
-    critic_loss = torch.nn.functional.mse_loss(q1, y) + torch.nn.functional.mse_loss(q2, y)
-    p.critic_optimizer.zero_grad(set_to_none=True)
-    critic_loss.backward()
-    if c.grad_clip is not None:
-        torch.nn.utils.clip_grad_norm_(critic_params, c.grad_clip)
-    p.critic_optimizer.step()
+        y = b["reward"].float() + discount * (next_q - p.log_alpha.exp() * next_logp)
+    stats = frozen_critic_step(p, b, action, y)
     if p.train_iter % c.actor_update_freq == 0:
         new_action, logp = p.actor.sample(b["obs"], rng)
         alpha = p.log_alpha.detach().exp()
-        for q in critic_params:
-            q.requires_grad_(False)
+        frozen_critic_grads(p, False)
         q_new = torch.min(*p.critic(b["obs"], new_action))
-        for q in critic_params:
-            q.requires_grad_(True)
+        frozen_critic_grads(p, True)
         actor_loss = (alpha * logp - q_new).mean()
         p.actor_optimizer.zero_grad(set_to_none=True)
         actor_loss.backward()
         if c.grad_clip is not None:
-            torch.nn.utils.clip_grad_norm_(actor_params, c.grad_clip)
+            torch.nn.utils.clip_grad_norm_(list(p.actor.parameters()), c.grad_clip)
         if c.auto_alpha:
             alpha_loss = -(p.log_alpha * (logp.detach() + p.target_entropy)).mean()
             p.alpha_optimizer.zero_grad(set_to_none=True)
@@ -313,24 +302,10 @@ def frozen_sac_step(p, rng, batch):
         if c.auto_alpha:
             p.alpha_optimizer.step()
     with torch.no_grad():
-        torch._foreach_lerp_(list(p.critic_target.parameters()), critic_params, c.tau)
+        torch._foreach_lerp_(list(p.critic_target.parameters()), list(p.critic.parameters()),
+                             c.tau)
     p.train_iter += 1
-    return [float(critic_loss.detach()), float(q1.detach().mean()), float(y.mean())]
-
-
-def assert_same_tensors(a, b, where=""):
-    if isinstance(a, dict):
-        assert a.keys() == b.keys(), where
-        for k in a:
-            assert_same_tensors(a[k], b[k], f"{where}/{k}")
-    elif isinstance(a, (list, tuple)):
-        assert len(a) == len(b), where
-        for i, (x, y) in enumerate(zip(a, b)):
-            assert_same_tensors(x, y, f"{where}[{i}]")
-    elif isinstance(a, torch.Tensor):
-        assert a.dtype == b.dtype and torch.equal(a, b), f"{where} differs"
-    else:
-        assert a == b, f"{where}: {a!r} != {b!r}"
+    return stats
 
 
 @pytest.mark.parametrize("learn", [
@@ -339,19 +314,7 @@ def assert_same_tensors(a, b, where=""):
 ])
 def test_learn_steps_match_the_frozen_update_bit_for_bit(learn):
     policy, reference = make({"learn": learn}), make({"learn": learn})
-    rng = torch.Generator().manual_seed(0 + 1)
-    for i in range(5):
-        batch = transitions(seed=i, terminated=np.arange(32) % 7 == 0)
-        if i == 3:  # an n-step batch
-            batch["discount"] = np.full(32, 0.5, np.float32)
-        out = policy.learn_mode.forward(batch)
-        expected = frozen_sac_step(reference, rng, batch)
-        assert [out["critic_loss"], out["q_mean"], out["target_mean"]] == expected
-    for name in ("actor", "critic", "critic_target"):
-        assert_same_tensors(getattr(policy, name).state_dict(),
-                            getattr(reference, name).state_dict(), name)
-    for name in ("actor_optimizer", "critic_optimizer", "alpha_optimizer"):
-        assert_same_tensors(getattr(policy, name).state_dict()["state"],
-                            getattr(reference, name).state_dict()["state"], name)
+    check_against_frozen(policy, reference, frozen_sac_step, transitions,
+                         networks=("actor", "critic", "critic_target"),
+                         optimizers=("actor_optimizer", "critic_optimizer", "alpha_optimizer"))
     assert torch.equal(policy.log_alpha, reference.log_alpha)
-    assert policy.learn_mode.train_iter == reference.train_iter == 5

@@ -9,6 +9,9 @@ import torch
 from rlpipe.data import to_torch
 from rlpipe.policies import TD3Policy, UnsupportedSpaceError, get_policy
 
+from .pinned_update import (check_against_frozen, frozen_batch, frozen_critic_grads,
+                            frozen_critic_step, frozen_gradient_step)
+
 OBS3 = gym.spaces.Box(-np.inf, np.inf, (3,), np.float32)
 ACT2 = gym.spaces.Box(np.array([-2.0, 0.0], np.float32), np.array([2.0, 5.0], np.float32))
 
@@ -243,54 +246,27 @@ def test_learner_on_gpu_acts_on_a_cpu_copy():
 
 def frozen_td3_step(p, rng, batch):
     c = p.cfg.learn
-    b = to_torch({k: batch[k] for k in ("obs", "action", "reward", "next_obs", "terminated",
-                                        "discount") if k in batch}, "cpu")
-    action = p.box.to_unit(b["action"])
-    critic_params, actor_params = list(p.critic.parameters()), list(p.actor.parameters())
+    b, action, discount = frozen_batch(p, batch)
     with torch.no_grad():
         target_action = p.actor_target(b["next_obs"])
         noise = torch.randn(target_action.shape, generator=rng, dtype=target_action.dtype)
         noise = (noise * c.target_noise).clamp(-c.target_noise_clip, c.target_noise_clip)
         target_action = (target_action + noise).clamp(-1.0, 1.0)
-        next_q = torch.min(*p.critic_target(b["next_obs"], target_action))
-        discount = (b["discount"].float() if "discount" in b
-                    else c.gamma * (1.0 - b["terminated"].float()))
-        y = b["reward"].float() + discount * next_q
-    q1, q2 = p.critic(b["obs"], action)
-    critic_loss = torch.nn.functional.mse_loss(q1, y) + torch.nn.functional.mse_loss(q2, y)
-    p.critic_optimizer.zero_grad(set_to_none=True)
-    critic_loss.backward()
-    if c.grad_clip is not None:
-        torch.nn.utils.clip_grad_norm_(critic_params, c.grad_clip)
-    p.critic_optimizer.step()
+        y = b["reward"].float() + discount * torch.min(*p.critic_target(b["next_obs"],
+                                                                        target_action))
+    stats = frozen_critic_step(p, b, action, y)
     p.train_iter += 1
     if p.train_iter % c.policy_delay == 0:
-        for q in critic_params:
-            q.requires_grad_(False)
+        frozen_critic_grads(p, False)
         actor_loss = -p.critic.q1(b["obs"], p.actor(b["obs"])).mean()
-        for q in critic_params:
-            q.requires_grad_(True)
-        p.actor_optimizer.zero_grad(set_to_none=True)
-        actor_loss.backward()
-        if c.grad_clip is not None:
-            torch.nn.utils.clip_grad_norm_(actor_params, c.grad_clip)
-        p.actor_optimizer.step()
+        frozen_critic_grads(p, True)
+        actor_params = list(p.actor.parameters())
+        frozen_gradient_step(p.actor_optimizer, actor_loss, actor_params, c.grad_clip)
         with torch.no_grad():
             torch._foreach_lerp_(list(p.actor_target.parameters())
                                  + list(p.critic_target.parameters()),
-                                 actor_params + critic_params, c.tau)
-    return [float(critic_loss.detach()), float(q1.detach().mean()), float(y.mean())]
-
-
-def assert_same_tensors(a, b, where=""):
-    if isinstance(a, dict):
-        assert a.keys() == b.keys(), where
-        for k in a:
-            assert_same_tensors(a[k], b[k], f"{where}/{k}")
-    elif isinstance(a, torch.Tensor):
-        assert a.dtype == b.dtype and torch.equal(a, b), f"{where} differs"
-    else:
-        assert a == b, f"{where}: {a!r} != {b!r}"
+                                 actor_params + list(p.critic.parameters()), c.tau)
+    return stats
 
 
 @pytest.mark.parametrize("learn", [
@@ -299,18 +275,6 @@ def assert_same_tensors(a, b, where=""):
 ])
 def test_learn_steps_match_the_frozen_update_bit_for_bit(learn):
     policy, reference = make({"learn": learn}), make({"learn": learn})
-    rng = torch.Generator().manual_seed(0 + 1)
-    for i in range(5):
-        batch = transitions(seed=i, terminated=np.arange(32) % 7 == 0)
-        if i == 3:  # an n-step batch
-            batch["discount"] = np.full(32, 0.5, np.float32)
-        out = policy.learn_mode.forward(batch)
-        expected = frozen_td3_step(reference, rng, batch)
-        assert [out["critic_loss"], out["q_mean"], out["target_mean"]] == expected
-    for name in ("actor", "actor_target", "critic", "critic_target"):
-        assert_same_tensors(getattr(policy, name).state_dict(),
-                            getattr(reference, name).state_dict(), name)
-    for name in ("actor_optimizer", "critic_optimizer"):
-        assert_same_tensors(getattr(policy, name).state_dict()["state"],
-                            getattr(reference, name).state_dict()["state"], name)
-    assert policy.learn_mode.train_iter == reference.train_iter == 5
+    check_against_frozen(policy, reference, frozen_td3_step, transitions,
+                         networks=("actor", "actor_target", "critic", "critic_target"),
+                         optimizers=("actor_optimizer", "critic_optimizer"))
