@@ -2,7 +2,7 @@
 a GAE batch (gae_estimator builds its batch here too)."""
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Sequence, Set, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Union
 
 import numpy as np
 
@@ -250,5 +250,5 @@ def _call(value_fn: Optional[ValueFn], obs: Any, n: int, what: str) -> np.ndarra
     return got
 
 
-def _names(flat: Mapping[Path, Any]) -> list:
+def _names(flat: Mapping[Path, Any]) -> List[str]:
     return sorted({path_name(p) for p in flat})
