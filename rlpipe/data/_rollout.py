@@ -1,7 +1,8 @@
-"""`RolloutStorage`: a fixed-length on-policy rollout [n_steps, n_envs] with GAE."""
+"""`RolloutStorage`: an on-policy rollout [n_steps, n_envs] and the one place that turns it into
+a GAE batch (gae_estimator builds its batch here too)."""
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Union
 
 import numpy as np
 
@@ -9,31 +10,71 @@ from ._gae import compute_gae
 from ._tree import Path, as_rows, flatten, path_name, unflatten
 
 ValueFn = Callable[[Any], Any]
-_NOT_IN_MINIBATCH = ("next_obs", "next_value", "valid")
+_NOT_IN_BATCH = ("next_obs", "next_value", "valid")
+_REQUIRED = ("reward", "terminated", "truncated")
+_COMPUTED = (("advantage",), ("return",))
 
 
 class RolloutStorage:
-    """Collects `n_steps` vector steps of `n_envs` envs, then computes GAE and serves minibatches.
+    """Holds `n_steps` vector steps of `n_envs` envs, computes GAE, and hands the rollout out as
+    one batch (`batch()`) or as shuffled minibatches (`minibatches()`).
 
-    `add(step)` takes a dict with leading dim n_envs: obs, action, reward, terminated, truncated,
-    value (V(obs) from the acting policy), and either next_obs (the true next observation,
-    the final one where an episode ended) or next_value (V of it); plus any extras (logp ...)
-    and optionally "valid" (bool; rows with False are kept out of the minibatches).
+    Fill it step by step with `add(step)`, or all at once with `RolloutStorage.from_steps(steps)`
+    (a list of per-step dicts, as StepCollector leaves in ctx.trajectories). A step is a dict
+    with leading dim n_envs: obs, action, reward, terminated, truncated, and either next_obs
+    (the true next observation, the final one where an episode ended) or next_value (V of it);
+    plus value (V(obs) from the acting policy; without it `compute` asks `value_fn`), any extras
+    (logp ...) and optionally "valid" (bool; rows with False are not transitions). Rewards are
+    kept as float32, multiplied by `reward_scale`.
 
     `compute(gamma, lam, value_fn)` fills "advantage" and "return". The value of each step's
-    next observation is the next row's "value" when the episode goes on; where it was
+    next observation is the next row's "value" while the episode goes on; where it was
     truncated, and after the last step, `value_fn(next_obs rows)` gives it (one batched call).
-    A terminated step does not bootstrap.
+    A terminated step does not bootstrap. Rewards, values and next values enter the estimate
+    as float32 (what policies output); `compute_gae` works in float64.
     """
 
-    def __init__(self, n_steps: int, n_envs: int) -> None:
+    def __init__(self, n_steps: int, n_envs: int, reward_scale: float = 1.0) -> None:
         for name, val in (("n_steps", n_steps), ("n_envs", n_envs)):
             if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < 1:
                 raise ValueError(f"RolloutStorage: {name} must be a positive int, got {val!r}")
+        if not np.isfinite(reward_scale) or reward_scale <= 0:
+            raise ValueError(f"RolloutStorage: reward_scale must be a finite number > 0, got "
+                             f"{reward_scale!r}")
         self.n_steps, self.n_envs = int(n_steps), int(n_envs)
+        self.reward_scale = np.float32(reward_scale)
         self._arrays: Optional[Dict[Path, np.ndarray]] = None
+        self._computed_paths: Set[Path] = set()  # filled by compute(); cleared by clear()
         self._t = 0
         self._computed = False
+
+    @classmethod
+    def from_steps(cls, steps: Sequence[Mapping[str, Any]],
+                   reward_scale: float = 1.0) -> "RolloutStorage":
+        """A full storage holding `steps` (each a dict of arrays with leading dim n_envs, the
+        same keys every step): one `np.stack` per key, n_steps = len(steps)."""
+        owner = "RolloutStorage.from_steps"
+        if not steps:
+            raise ValueError(f"{owner}: no steps given; pass a non-empty list of step dicts")
+        flats = [flatten(step) for step in steps]
+        keys = flats[0].keys()
+        for t, flat in enumerate(flats):
+            if flat.keys() != keys:
+                raise KeyError(f"{owner}: step {t} has keys {_names(flat)}, step 0 has "
+                               f"{_names(flats[0])}; every step needs the same keys")
+        first, n_envs = as_rows(flats[0], owner)
+        store = cls(len(steps), n_envs, reward_scale)
+        store._check_required(first, owner)
+        arrays = {}
+        for path in keys:
+            try:
+                arrays[path] = np.stack([flat[path] for flat in flats])
+            except ValueError as err:
+                raise ValueError(f"{owner}: key {path_name(path)!r} does not have the same shape "
+                                 f"in every step ({err}); give it one shape [n_envs, ...]") from err
+        arrays[("reward",)] = store._scaled(arrays[("reward",)])
+        store._arrays, store._t = arrays, len(steps)
+        return store
 
     @property
     def full(self) -> bool:
@@ -53,12 +94,13 @@ class RolloutStorage:
 
     def clear(self) -> None:
         """Start a new rollout: no step held, nothing computed (the arrays of the added keys are
-        reused; the computed "advantage"/"return" go, so the next rollout adds the same keys)."""
+        reused; what compute() filled in goes, so the next rollout adds the same keys)."""
         self._t = 0
         self._computed = False
         if self._arrays is not None:
-            self._arrays.pop(("advantage",), None)
-            self._arrays.pop(("return",), None)
+            for path in self._computed_paths:
+                self._arrays.pop(path, None)
+        self._computed_paths.clear()
 
     def add(self, step: Mapping[str, Any]) -> None:
         """Append one vector step (leading dim n_envs)."""
@@ -69,16 +111,14 @@ class RolloutStorage:
         if n != self.n_envs:
             raise ValueError(f"RolloutStorage.add: the step has {n} rows, expected n_envs={self.n_envs}")
         if self._arrays is None:
-            for key in ("reward", "terminated", "truncated", "value"):
-                if (key,) not in rows:
-                    raise KeyError(f"RolloutStorage.add: the step lacks key {key!r}; a step needs obs, "
-                                   "action, reward, terminated, truncated, value and next_obs (or "
-                                   "next_value)")
-            self._arrays = {p: np.zeros((self.n_steps,) + a.shape, dtype=a.dtype) for p, a in rows.items()}
+            self._check_required(rows, "RolloutStorage.add")
         elif rows.keys() != self._arrays.keys():
             diff = sorted(path_name(p) for p in set(rows) ^ set(self._arrays))
             raise KeyError(f"RolloutStorage.add: keys {diff} differ from the first step's; add the same "
                            "keys every step")
+        rows[("reward",)] = self._scaled(rows[("reward",)])
+        if self._arrays is None:
+            self._arrays = {p: np.zeros((self.n_steps,) + a.shape, dtype=a.dtype) for p, a in rows.items()}
         for path, arr in rows.items():
             store = self._arrays[path]
             if arr.shape != store.shape[1:]:
@@ -88,73 +128,127 @@ class RolloutStorage:
         self._t += 1
         self._computed = False
 
-    def _next_values(self, value_fn: Optional[ValueFn]) -> np.ndarray:
-        a = self._arrays
-        assert a is not None
-        T = self._t
-        if ("next_value",) in a:
-            return a[("next_value",)][:T].astype(np.float64)
-        values = a[("value",)][:T].astype(np.float64).reshape(T, self.n_envs)
-        term = a[("terminated",)][:T].reshape(T, self.n_envs)
-        trunc = a[("truncated",)][:T].reshape(T, self.n_envs)
-        valid = a[("valid",)][:T] if ("valid",) in a else np.ones((T, self.n_envs), bool)
-        next_values = np.zeros((T, self.n_envs))
-        next_values[:-1] = values[1:]
-        need = ~term & valid & trunc
-        need[-1] = ~term[-1] & valid[-1]
-        if not need.any():
-            return next_values
-        if value_fn is None:
-            raise ValueError("RolloutStorage.compute: value_fn is needed to bootstrap truncated episodes "
-                             "and the last step from V(next_obs); pass value_fn=<obs batch -> values>, "
-                             "or add 'next_value' to every step")
-        if not any(p[0] == "next_obs" for p in a):
-            raise KeyError("RolloutStorage.compute: bootstrapping needs 'next_obs' in the steps (or "
-                           "'next_value')")
-        t_idx, e_idx = np.nonzero(need)
-        if ("next_obs",) in a:
-            obs: Any = a[("next_obs",)][t_idx, e_idx]
-        else:
-            obs = unflatten({p[1:]: arr[t_idx, e_idx] for p, arr in a.items() if p[0] == "next_obs"})
-        got = np.asarray(value_fn(obs), dtype=np.float64).reshape(-1)
-        if got.shape[0] != t_idx.shape[0]:
-            raise ValueError(f"RolloutStorage.compute: value_fn returned {got.shape[0]} values for "
-                             f"{t_idx.shape[0]} observations")
-        next_values[t_idx, e_idx] = got
-        return next_values
-
+    # --- GAE ---------------------------------------------------------------------------------------
     def compute(self, gamma: float, lam: float, value_fn: Optional[ValueFn] = None) -> None:
-        """Fill "advantage" and "return" (float32 [len, n_envs]) for the steps added."""
+        """Fill "advantage" and "return" (float32 [len, n_envs]) for the steps added; and "value"
+        (V(obs), one batched `value_fn` call) when the steps carry none."""
         if self._t == 0 or self._arrays is None:
             raise RuntimeError("RolloutStorage.compute: no steps added yet")
-        a, T = self._arrays, self._t
-        shape = (T, self.n_envs)
+        a, T, N = self._arrays, self._t, self.n_envs
+        if ("value",) not in a:
+            obs = self._select("obs", lambda arr: arr[:T].reshape((T * N,) + arr.shape[2:]))
+            values = np.zeros((self.n_steps, N), np.float32)
+            values[:T] = _call(value_fn, obs, T * N, "the observations (the steps carry no 'value')"
+                               ).reshape(T, N)
+            a[("value",)] = values
+            self._computed_paths.add(("value",))
+        values = a[("value",)][:T].reshape(T, N).astype(np.float32)
         valid = a[("valid",)][:T] if ("valid",) in a else None
-        adv, ret = compute_gae(a[("reward",)][:T].reshape(shape), a[("value",)][:T].reshape(shape),
-                               self._next_values(value_fn).reshape(shape),
-                               a[("terminated",)][:T].reshape(shape), a[("truncated",)][:T].reshape(shape),
-                               gamma, lam, valid=valid)
-        for key, arr in (("advantage", adv), ("return", ret)):
-            a.setdefault((key,), np.zeros((self.n_steps, self.n_envs), np.float32))[:T] = arr
+        adv, ret = compute_gae(a[("reward",)][:T].reshape(T, N), values,
+                               self._next_values(values, value_fn),
+                               a[("terminated",)][:T].reshape(T, N),
+                               a[("truncated",)][:T].reshape(T, N), gamma, lam, valid=valid)
+        for path, arr in zip(_COMPUTED, (adv, ret)):
+            a.setdefault(path, np.zeros((self.n_steps, N), np.float32))[:T] = arr
+            self._computed_paths.add(path)
         self._computed = True
+
+    def _next_values(self, values: np.ndarray, value_fn: Optional[ValueFn]) -> np.ndarray:
+        """V(true next obs) per row, float32 [T, n_envs]: the next row's value while the episode
+        goes on, `value_fn(next_obs)` for truncated steps and the last step (one call)."""
+        a, T = self._arrays, self._t
+        assert a is not None
+        if ("next_value",) in a:
+            return a[("next_value",)][:T].reshape(T, self.n_envs).astype(np.float32)
+        term = a[("terminated",)][:T].reshape(T, self.n_envs).astype(bool)
+        trunc = a[("truncated",)][:T].reshape(T, self.n_envs).astype(bool)
+        valid = (a[("valid",)][:T].astype(bool) if ("valid",) in a
+                 else np.ones((T, self.n_envs), bool))
+        next_values = np.zeros((T, self.n_envs), np.float32)
+        next_values[:-1] = values[1:]  # obs[t + 1] is next_obs[t] while the episode goes on
+        need = ~term & valid & trunc
+        need[-1] = ~term[-1] & valid[-1]
+        if need.any():
+            t_idx, e_idx = np.nonzero(need)
+            obs = self._select("next_obs", lambda arr: arr[t_idx, e_idx])
+            next_values[t_idx, e_idx] = _call(value_fn, obs, t_idx.shape[0],
+                                              "the next observation of truncated and last steps")
+        return next_values
+
+    def _select(self, key: str, pick: Callable[[np.ndarray], np.ndarray]) -> Any:
+        """`pick` applied to the array of `key` (or to each leaf of a nested key)."""
+        assert self._arrays is not None
+        if (key,) in self._arrays:
+            return pick(self._arrays[(key,)])
+        leaves = {p[1:]: pick(arr) for p, arr in self._arrays.items() if p[0] == key}
+        if not leaves:
+            raise KeyError(f"RolloutStorage.compute: the steps lack {key!r} (they have "
+                           f"{_names(self._arrays)}); add it to every step, or add 'value' and "
+                           "'next_value' so that no value needs computing")
+        return unflatten(leaves)
+
+    # --- batches -----------------------------------------------------------------------------------
+    def batch(self) -> Dict[str, Any]:
+        """Every valid row, step-major (row = t·n_envs + env), as a nested dict of arrays (copies):
+        each added key but next_obs/next_value/valid, plus "advantage" and "return"."""
+        rows = self._rows("batch")
+        return unflatten({p: arr[rows] for p, arr in self._flat().items()})
 
     def minibatches(self, batch_size: int, rng: Union[np.random.Generator, int, None] = None,
                     ) -> Iterator[Dict[str, Any]]:
         """Shuffled minibatches over all valid rows (len * n_envs of them), each a nested dict of
-        arrays [batch_size, ...] (the last may be smaller). next_obs is left out."""
-        if not self._computed:
-            raise RuntimeError("RolloutStorage.minibatches: call compute(gamma, lam, value_fn) first")
+        arrays [batch_size, ...] (the last may be smaller), with the keys of `batch()`."""
+        rows = self._rows("minibatches")
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
             raise ValueError(f"RolloutStorage.minibatches: batch_size must be a positive int, got {batch_size!r}")
-        assert self._arrays is not None
-        T = self._t
-        flat = {p: arr[:T].reshape((T * self.n_envs,) + arr.shape[2:])
-                for p, arr in self._arrays.items() if p[0] not in _NOT_IN_MINIBATCH}
-        rows = np.arange(T * self.n_envs)
-        if ("valid",) in self._arrays:
-            rows = rows[self._arrays[("valid",)][:T].reshape(-1)]
+        flat = self._flat()
         gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
         rows = gen.permutation(rows)
         for start in range(0, rows.shape[0], batch_size):
             pick = rows[start:start + batch_size]
             yield unflatten({p: arr[pick] for p, arr in flat.items()})
+
+    def _rows(self, caller: str) -> np.ndarray:
+        """Indices of the valid rows among the len·n_envs flattened ones, in order."""
+        if not self._computed:
+            raise RuntimeError(f"RolloutStorage.{caller}: call compute(gamma, lam, value_fn) first")
+        assert self._arrays is not None
+        if ("valid",) in self._arrays:
+            return np.flatnonzero(self._arrays[("valid",)][:self._t].reshape(-1).astype(bool))
+        return np.arange(self._t * self.n_envs)
+
+    def _flat(self) -> Dict[Path, np.ndarray]:
+        assert self._arrays is not None
+        T = self._t
+        return {p: arr[:T].reshape((T * self.n_envs,) + arr.shape[2:])
+                for p, arr in self._arrays.items() if p[0] not in _NOT_IN_BATCH}
+
+    # --- checks ------------------------------------------------------------------------------------
+    def _check_required(self, rows: Mapping[Path, np.ndarray], owner: str) -> None:
+        for key in _REQUIRED:
+            if (key,) not in rows:
+                raise KeyError(f"{owner}: the step lacks key {key!r} (it has {_names(rows)}); a step "
+                               "needs obs, action, reward, terminated, truncated, and next_obs (or "
+                               "next_value), with value where the policy gives one")
+
+    def _scaled(self, reward: np.ndarray) -> np.ndarray:
+        """Rewards as float32, times reward_scale (when it is not 1)."""
+        reward = np.asarray(reward).astype(np.float32, copy=False)
+        return reward if self.reward_scale == 1 else reward * self.reward_scale
+
+
+def _call(value_fn: Optional[ValueFn], obs: Any, n: int, what: str) -> np.ndarray:
+    """`value_fn(obs)` as a flat float32 array of n values, or an error saying what is wrong."""
+    if value_fn is None:
+        raise ValueError(f"RolloutStorage.compute: value_fn is needed for the values of {what}; "
+                         "pass value_fn=<obs batch -> values>, or add 'value' (and 'next_value') "
+                         "to every step")
+    got = np.asarray(value_fn(obs), dtype=np.float32).reshape(-1)
+    if got.shape[0] != n:
+        raise ValueError(f"RolloutStorage.compute: value_fn returned {got.shape[0]} values for "
+                         f"{n} observations; it must return one value per row")
+    return got
+
+
+def _names(flat: Mapping[Path, Any]) -> List[str]:
+    return sorted({path_name(p) for p in flat})

@@ -1,5 +1,6 @@
 """On-policy middleware: `gae_estimator` turns a collected rollout into a training batch with
-GAE advantages, `multistep_trainer` hands it to the policy for its epochs of minibatch updates.
+GAE advantages (built by the data layer's `RolloutStorage`, the one home of GAE batches),
+`multistep_trainer` hands it to the policy for its epochs of minibatch updates.
 
     task.use(StepCollector(cfg, policy.collect_mode, collector_env))
     task.use(gae_estimator(cfg, policy.collect_mode))
@@ -13,7 +14,7 @@ from typing import Any, Callable, Dict, List, Optional
 import numpy as np
 
 from rlpipe.contexts import OnlineRLContext
-from rlpipe.data import compute_gae
+from rlpipe.data import RolloutStorage
 from rlpipe.engine import contract
 
 from ._cfg import setting
@@ -21,37 +22,21 @@ from .learner import check_finite
 
 log = logging.getLogger(__name__)
 ValueFn = Callable[[Any], Any]
-_DROPPED = ("next_obs", "valid")  # used for the estimate, not carried into the batch
 
 
-def _stack(values: List[Any]) -> Any:
-    """Per-step values [N, ...] (or nested dicts of them) → one array [T, N, ...] (or tree)."""
-    if isinstance(values[0], dict):
-        return {k: _stack([v[k] for v in values]) for k in values[0]}
-    return np.stack([np.asarray(v) for v in values])
-
-
-def _map(tree: Any, fn: Callable[[np.ndarray], np.ndarray]) -> Any:
-    return {k: _map(v, fn) for k, v in tree.items()} if isinstance(tree, dict) else fn(tree)
-
-
-def _values_of(value_fn: Optional[ValueFn], obs: Any, n: int, why: str) -> np.ndarray:
-    if value_fn is None:
-        raise ValueError(
-            f"gae_estimator needs V(obs) {why}, but the policy it was given has no value(obs) "
-            "method: pass a PPO collect face (gae_estimator(cfg, policy.collect_mode)) or any "
-            "object with value(obs batch) -> values.")
-    got = np.asarray(value_fn(obs), dtype=np.float32).reshape(-1)
-    if got.shape[0] != n:
-        raise ValueError(f"gae_estimator: value(obs) returned {got.shape[0]} values for {n} "
-                         "observations; it must return one value per row.")
-    return got
+def _no_value(obs: Any) -> Any:
+    raise ValueError(
+        "gae_estimator needs V(obs) (for the steps without 'value', truncated steps and the "
+        "rollout's last step), but the policy it was given has no value(obs) method: pass a PPO "
+        "collect face (gae_estimator(cfg, policy.collect_mode)) or any object with "
+        "value(obs batch) -> values.")
 
 
 def rollout_to_batch(steps: List[Dict[str, Any]], gamma: float, lam: float,
                      value_fn: Optional[ValueFn] = None,
                      reward_scale: float = 1.0) -> Dict[str, Any]:
-    """GAE over a rollout of per-step dicts (each over N envs, as StepCollector writes them).
+    """GAE over a rollout of per-step dicts (each over N envs, as StepCollector writes them),
+    built by `RolloutStorage` (data layer): `from_steps`, `compute`, `batch`.
 
     Returns the valid rows flattened step-major (row = t·N + env) with every per-step key except
     next_obs and valid, plus "adv" and "return" (float32). The value of a step's next
@@ -61,45 +46,16 @@ def rollout_to_batch(steps: List[Dict[str, Any]], gamma: float, lam: float,
     Steps without "value" get `value_fn(obs)`. Rewards are multiplied by `reward_scale` before
     the estimate (the batch's "reward" too), so values and returns are in scaled units.
     """
-    keys = set(steps[0])
-    for t, step in enumerate(steps):
-        if set(step) != keys:
-            raise KeyError(f"gae_estimator: step {t} has keys {sorted(step)}, step 0 has "
-                           f"{sorted(keys)}; every step needs the same keys (random warm-up "
-                           "steps carry no policy outputs: set policy.collect.random_collect_size=0).")
-    arrays = {k: _stack([s[k] for s in steps]) for k in steps[0]}
-    for key in ("obs", "reward", "terminated", "truncated", "next_obs"):
-        if key not in arrays:
-            raise KeyError(f"gae_estimator: the collected steps lack {key!r} (they have "
-                           f"{sorted(arrays)}); collect them with StepCollector.")
-    reward = arrays["reward"] = arrays["reward"].astype(np.float32) * np.float32(reward_scale)
-    T, N = reward.shape[:2]
-    term = arrays["terminated"].astype(bool)
-    trunc = arrays["truncated"].astype(bool)
-    valid = arrays["valid"].astype(bool) if "valid" in arrays else np.ones((T, N), bool)
-    flat = lambda a: a.reshape((T * N,) + a.shape[2:])  # noqa: E731
-    if "value" not in arrays:
-        arrays["value"] = _values_of(value_fn, _map(arrays["obs"], flat), T * N,
-                                     "of the observations (the steps carry no 'value')"
-                                     ).reshape(T, N)
-    values = arrays["value"].astype(np.float32).reshape(T, N)
-
-    next_values = np.zeros((T, N), np.float32)
-    next_values[:-1] = values[1:]  # obs[t + 1] is next_obs[t] while the episode goes on
-    need = valid & ~term & trunc
-    need[-1] = valid[-1] & ~term[-1]
-    if need.any():
-        t_idx, e_idx = np.nonzero(need)
-        obs = _map(arrays["next_obs"], lambda a: a[t_idx, e_idx])
-        next_values[t_idx, e_idx] = _values_of(
-            value_fn, obs, t_idx.shape[0], "of the next observation of truncated and last steps")
-    adv, ret = compute_gae(reward, values, next_values, term, trunc, gamma, lam, valid=valid)
-
-    rows = np.flatnonzero(valid.reshape(-1))
-    keep = lambda a: flat(a)[rows]  # noqa: E731
-    batch = {k: _map(v, keep) for k, v in arrays.items() if k not in _DROPPED}
-    batch["adv"] = keep(adv)
-    batch["return"] = keep(ret)
+    try:
+        store = RolloutStorage.from_steps(steps, reward_scale)
+    except KeyError as err:
+        raise KeyError(f"gae_estimator: {err.args[0]} (if the rollout begins with random warm-up "
+                       "steps, which carry no policy outputs: set "
+                       "policy.collect.random_collect_size=0)") from err
+    store.compute(gamma, lam, value_fn if value_fn is not None else _no_value)
+    batch = store.batch()
+    batch["adv"] = batch.pop("advantage")
+    batch["return"] = batch.pop("return")
     return batch
 
 

@@ -22,39 +22,29 @@ Collecting adds Gaussian exploration noise N(0, noise_scale) to μ(obs) and clip
 from __future__ import annotations
 
 import copy
-import threading
 from typing import Any, Dict, Mapping
 
 import gymnasium as gym
 import numpy as np
 import torch
-import torch.nn.functional as F
 from easydict import EasyDict
+from torch import nn
 
-from rlpipe.data import to_torch
-from rlpipe.models import DeterministicActor, TwinQCritic
+from rlpipe.models import DeterministicActor
 
-from ._common import (adam, check_td_batch, clone_state, grad_step, hard_update,
-                      resolve_device, td_discount)
-from ._continuous import (CONTINUOUS_HINT, BoxActions, make_generator, polyak,
-                          reject_collect_kwargs, set_requires_grad)
-from .base import Policy
+from ._common import clone_state, grad_step, td_discount
+from ._continuous import CONTINUOUS_HINT, polyak, reject_collect_kwargs
+from ._twin_critic import TwinCriticPolicy
 
 __all__ = ["TD3Policy"]
 
-_LEARN_KEYS = ("obs", "action", "reward", "next_obs", "terminated", "discount")
-_STATE_KEYS = ("actor", "actor_target", "acting", "critic", "critic_target", "actor_optimizer",
-               "critic_optimizer", "train_iter", "actor_updates", "last_actor_loss", "collect_rng",
-               "learn_rng")
 
-
-class TD3Policy(Policy):
+class TD3Policy(TwinCriticPolicy):
     """TD3 for 1-D Box action spaces with finite bounds."""
 
-    pipeline = "off-policy"  # trained by the zoo's off-policy pipeline
-    obs_space_types = (gym.spaces.Box,)
-    action_space_types = (gym.spaces.Box,)
     space_hint = "TD3 needs continuous (Box) actions. " + CONTINUOUS_HINT
+    _ALGO = "TD3"
+    _STATE_KEYS = ("actor_target", "actor_updates", "last_actor_loss")
 
     @classmethod
     def default_config(cls) -> EasyDict:
@@ -83,59 +73,31 @@ class TD3Policy(Policy):
         )
 
     def __init__(self, cfg: Mapping | None, obs_space: gym.Space, action_space: gym.Space) -> None:
-        super().__init__(cfg, obs_space, action_space)
-        c = self.cfg
-        self._check_cfg()
-        self.box = BoxActions(action_space, "TD3Policy")
-        self.device = resolve_device(c.device)
-        self.collect_device = resolve_device(c.collect.device)
-        with torch.random.fork_rng(devices=[]):  # seed our init without touching global RNG
-            if c.seed is not None:
-                torch.manual_seed(c.seed)
-            self.actor = DeterministicActor(obs_space, self.box.dim, c.model.actor_hidden)
-            self.critic = TwinQCritic(obs_space, self.box.dim, c.model.critic_hidden)
-        self.actor.to(self.device)
-        self.critic.to(self.device)
+        super().__init__(cfg, obs_space, action_space)  # actor, twin critics, target, acting copy
         self.actor_target = copy.deepcopy(self.actor).requires_grad_(False)
-        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
-        self.acting = copy.deepcopy(self.actor).to(self.collect_device).requires_grad_(False)
         # parameter lists, fixed: targets move as one Polyak step over online + target lists
-        self._actor_params = list(self.actor.parameters())
-        self._critic_params = list(self.critic.parameters())
         self._online_params = self._actor_params + self._critic_params
         self._target_params = (list(self.actor_target.parameters())
                                + list(self.critic_target.parameters()))
-        self.actor_optimizer = adam(self._actor_params, c.learn.actor_lr, self.device)
-        self.critic_optimizer = adam(self._critic_params, c.learn.critic_lr, self.device)
-        self._collect_rng = make_generator(self.collect_device, c.seed)
-        self._learn_rng = make_generator(self.device, None if c.seed is None else c.seed + 1)
-        self._lock = threading.Lock()  # a learn step's weight update vs refresh / eval / state
         self.actor_updates = 0
         self._last_actor_loss = 0.0
 
+    def _make_actor(self, obs_space: gym.Space) -> nn.Module:
+        return DeterministicActor(obs_space, self.box.dim, self.cfg.model.actor_hidden)
+
     def _check_cfg(self) -> None:
+        super()._check_cfg(("policy_delay", "target_noise", "target_noise_clip"))
         learn = self.cfg.learn
-        for key in ("batch_size", "gamma", "tau", "actor_lr", "critic_lr", "policy_delay",
-                    "target_noise", "target_noise_clip"):
-            if learn[key] is None:
-                raise ValueError(f"policy.learn.{key} must be set (it is None).")
-        for key in ("actor_hidden", "critic_hidden"):
-            if self.cfg.model[key] is None:
-                raise ValueError(f"policy.model.{key} must be a tuple of layer sizes (it is None).")
-        if not 0.0 < learn.tau <= 1.0:
-            raise ValueError(f"policy.learn.tau must be in (0, 1], got {learn.tau}.")
         if learn.policy_delay < 1:
             raise ValueError(f"policy.learn.policy_delay must be >= 1, got {learn.policy_delay}.")
         if learn.target_noise < 0 or learn.target_noise_clip < 0:
             raise ValueError("policy.learn.target_noise and target_noise_clip must be >= 0, got "
                              f"{learn.target_noise} and {learn.target_noise_clip}.")
-        if learn.grad_clip is not None and learn.grad_clip <= 0:
-            raise ValueError(f"policy.learn.grad_clip must be > 0 or None, got {learn.grad_clip}.")
         noise = self.cfg.collect.noise_scale
         if noise is None or noise < 0:
             raise ValueError(f"policy.collect.noise_scale must be >= 0, got {noise}.")
 
-    # --- collect: μ(obs) + Gaussian noise on the acting copy -------------------------------------
+    # --- collect: μ(obs) + Gaussian noise on the acting copy; eval: μ(obs), no noise ------------
     def _forward_collect(self, obs: Any, noise_scale: float | None = None,
                          **unknown: Any) -> Dict[str, np.ndarray]:
         """`noise_scale` overrides `policy.collect.noise_scale` for this call (0: no noise)."""
@@ -148,17 +110,6 @@ class TD3Policy(Policy):
                 noise = torch.randn(unit.shape, generator=self._collect_rng,
                                     device=unit.device, dtype=unit.dtype)
                 unit = (unit + scale * noise).clamp(-1.0, 1.0)
-        return {"action": self.box.to_env(unit.cpu().numpy())}
-
-    def _refresh(self) -> None:
-        with self._lock:
-            hard_update(self.acting, self.actor)
-
-    # --- eval: μ(obs) of the learner's actor, no noise -------------------------------------------
-    def _forward_eval(self, obs: Any) -> Dict[str, np.ndarray]:
-        obs_t = torch.as_tensor(np.asarray(obs), device=self.device)
-        with self._lock, torch.inference_mode():
-            unit = self.actor(obs_t)
         return {"action": self.box.to_env(unit.cpu().numpy())}
 
     # --- learn -----------------------------------------------------------------------------------
@@ -181,14 +132,11 @@ class TD3Policy(Policy):
 
     def _forward_learn(self, batch: Mapping[str, Any]) -> Dict[str, Any]:
         c = self.cfg.learn
-        check_td_batch(batch, "TD3")
-        b = to_torch({k: batch[k] for k in _LEARN_KEYS if k in batch}, self.device)
-        action = self.box.to_unit(b["action"])
+        b, action = self._learn_batch(batch)
 
         # Critics: regress both Q's on the clipped double-Q target.
         y = self._td_target(b)
-        q1, q2 = self.critic(b["obs"], action)
-        critic_loss = F.mse_loss(q1, y) + F.mse_loss(q2, y)
+        critic_loss, q1 = self._critic_loss(b["obs"], action, y)
         grad_step(self.critic_optimizer, critic_loss, self._critic_params, c.grad_clip)
         with self._lock:
             self.critic_optimizer.step()
@@ -196,9 +144,8 @@ class TD3Policy(Policy):
 
         # Delayed policy update: the actor and both targets move every policy_delay steps.
         if self.train_iter % c.policy_delay == 0:
-            set_requires_grad(self._critic_params, False)  # the actor needs dQ/da, not dQ/dweights
-            actor_loss = -self.critic.q1(b["obs"], self.actor(b["obs"])).mean()
-            set_requires_grad(self._critic_params, True)
+            with self._critics_frozen():
+                actor_loss = -self.critic.q1(b["obs"], self.actor(b["obs"])).mean()
             grad_step(self.actor_optimizer, actor_loss, self._actor_params, c.grad_clip)
             with self._lock:
                 self.actor_optimizer.step()
@@ -206,8 +153,7 @@ class TD3Policy(Policy):
                 self.actor_updates += 1
             self._last_actor_loss = float(actor_loss.detach())
 
-        values = torch.stack([critic_loss.detach(), q1.detach().mean(), y.mean()]).tolist()
-        out: Dict[str, Any] = dict(zip(("critic_loss", "q_mean", "target_mean"), values))
+        out = self._critic_stats(critic_loss, q1, y)
         out["actor_loss"] = self._last_actor_loss  # from the latest actor update
         return out
 
@@ -215,35 +161,15 @@ class TD3Policy(Policy):
     def state_dict(self) -> Dict[str, Any]:
         with self._lock:
             return {
-                "actor": clone_state(self.actor),
+                **self._twin_state(),
                 "actor_target": clone_state(self.actor_target),
-                "acting": clone_state(self.acting),
-                "critic": clone_state(self.critic),
-                "critic_target": clone_state(self.critic_target),
-                "actor_optimizer": copy.deepcopy(self.actor_optimizer.state_dict()),
-                "critic_optimizer": copy.deepcopy(self.critic_optimizer.state_dict()),
-                "train_iter": self.train_iter,
                 "actor_updates": self.actor_updates,
                 "last_actor_loss": self._last_actor_loss,
-                "collect_rng": self._collect_rng.get_state(),
-                "learn_rng": self._learn_rng.get_state(),
             }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        missing = set(_STATE_KEYS) - set(state)
-        if missing:
-            raise KeyError(f"TD3Policy.load_state_dict: the state lacks {sorted(missing)}; "
-                           "it must come from TD3Policy.state_dict().")
         with self._lock:
-            self.actor.load_state_dict(state["actor"])
+            self._load_twin_state(state)
             self.actor_target.load_state_dict(state["actor_target"])
-            self.acting.load_state_dict(state["acting"])
-            self.critic.load_state_dict(state["critic"])
-            self.critic_target.load_state_dict(state["critic_target"])
-            self.actor_optimizer.load_state_dict(state["actor_optimizer"])
-            self.critic_optimizer.load_state_dict(state["critic_optimizer"])
-            self.train_iter = int(state["train_iter"])
             self.actor_updates = int(state["actor_updates"])
             self._last_actor_loss = float(state["last_actor_loss"])
-            self._collect_rng.set_state(state["collect_rng"])
-            self._learn_rng.set_state(state["learn_rng"])

@@ -89,8 +89,12 @@ def test_matches_compute_gae_over_several_envs_and_drops_invalid_rows():
     values = 10 * obs
     expected_next = 10 * next_obs  # = the next row's value where the episode goes on
     adv, ret = compute_gae(reward, values, expected_next, term, trunc, 0.9, 0.8, valid=valid)
-    np.testing.assert_allclose(batch["adv"], adv.reshape(-1)[valid.reshape(-1)], rtol=1e-5)
-    np.testing.assert_allclose(batch["return"], ret.reshape(-1)[valid.reshape(-1)], rtol=1e-5)
+    rows = valid.reshape(-1)  # step-major: row t·N + env
+    np.testing.assert_array_equal(batch["adv"], adv.reshape(-1)[rows])  # the same numbers, bit
+    np.testing.assert_array_equal(batch["return"], ret.reshape(-1)[rows])  # for bit
+    np.testing.assert_array_equal(batch["obs"][:, 0], obs.reshape(-1)[rows])
+    np.testing.assert_array_equal(batch["value"], values.reshape(-1)[rows])
+    assert batch["adv"].dtype == batch["return"].dtype == np.float32
     assert len(batch["obs"]) == T * N - 1
 
 
@@ -185,3 +189,25 @@ def test_box_actions_keep_the_raw_sample_for_the_learner():
     stats = multistep_trainer(run_cfg, policy.learn_mode)
     stats(ctx)
     assert ctx.train_iter == 1
+
+
+def test_nested_observations_reach_value_fn_as_dicts_of_rows():
+    def nested(o, next_o, truncated=(False, False)):
+        s = step([o, o + 1], [1.0, 1.0], [next_o, next_o + 1], (False, False), truncated)
+        s["obs"] = {"pos": s["obs"], "id": np.array([[0], [1]], np.int64)}
+        s["next_obs"] = {"pos": s["next_obs"], "id": np.array([[0], [1]], np.int64)}
+        return s
+
+    seen = []
+
+    def value_fn(obs):
+        seen.append(sorted(obs))
+        return 10.0 * obs["pos"][:, 0] + obs["id"][:, 0]
+
+    steps = [nested(1, 2), nested(2, 3, truncated=(True, False))]
+    batch = rollout_to_batch(steps, gamma=0.5, lam=1.0, value_fn=value_fn)
+    assert seen == [["id", "pos"], ["id", "pos"]]  # V(obs) of every row, then V(next_obs) rows
+    np.testing.assert_array_equal(batch["value"], [10, 21, 20, 31])
+    np.testing.assert_array_equal(batch["obs"]["id"][:, 0], [0, 1, 0, 1])
+    # env 0: step 2 truncated → 1 + 0.5·V(3) − V(2) = −4; step 1: 1 + 0.5·20 − 10 + 0.5·(−4) = −1
+    np.testing.assert_array_equal(batch["adv"][[0, 2]], [-1.0, -4.0])

@@ -8,6 +8,9 @@ import torch
 from rlpipe.policies import SACPolicy, UnsupportedSpaceError, get_policy
 from rlpipe.data import to_torch
 
+from .pinned_update import (check_against_frozen, frozen_batch, frozen_critic_grads,
+                            frozen_critic_step)
+
 OBS3 = gym.spaces.Box(-np.inf, np.inf, (3,), np.float32)
 ACT2 = gym.spaces.Box(np.array([-2.0, 0.0], np.float32), np.array([2.0, 5.0], np.float32))
 
@@ -265,3 +268,53 @@ def test_learner_on_gpu_acts_on_a_cpu_copy():
     other.load_state_dict(policy.state_dict())
     batch = transitions(seed=5)
     assert other.learn_mode.forward(batch) == policy.learn_mode.forward(batch)
+
+
+# --- the update, pinned bit for bit ---------------------------------------------------------------
+# A frozen copy of SACPolicy's learn step as it was before the twin-critic machinery moved to
+# rlpipe/policies/_twin_critic.py (main 5ba5bea). It works on a second, identically seeded policy
+# through public attributes only, with its own learn RNG (seed + 1, as the policy seeds its own).
+
+def frozen_sac_step(p, rng, batch):
+    c = p.cfg.learn
+    b, action, discount = frozen_batch(p, batch)
+    with torch.no_grad():
+        next_action, next_logp = p.actor.sample(b["next_obs"], rng)
+        next_q = torch.min(*p.critic_target(b["next_obs"], next_action))
+        y = b["reward"].float() + discount * (next_q - p.log_alpha.exp() * next_logp)
+    stats = frozen_critic_step(p, b, action, y)
+    if p.train_iter % c.actor_update_freq == 0:
+        new_action, logp = p.actor.sample(b["obs"], rng)
+        alpha = p.log_alpha.detach().exp()
+        frozen_critic_grads(p, False)
+        q_new = torch.min(*p.critic(b["obs"], new_action))
+        frozen_critic_grads(p, True)
+        actor_loss = (alpha * logp - q_new).mean()
+        p.actor_optimizer.zero_grad(set_to_none=True)
+        actor_loss.backward()
+        if c.grad_clip is not None:
+            torch.nn.utils.clip_grad_norm_(list(p.actor.parameters()), c.grad_clip)
+        if c.auto_alpha:
+            alpha_loss = -(p.log_alpha * (logp.detach() + p.target_entropy)).mean()
+            p.alpha_optimizer.zero_grad(set_to_none=True)
+            alpha_loss.backward()
+        p.actor_optimizer.step()
+        if c.auto_alpha:
+            p.alpha_optimizer.step()
+    with torch.no_grad():
+        torch._foreach_lerp_(list(p.critic_target.parameters()), list(p.critic.parameters()),
+                             c.tau)
+    p.train_iter += 1
+    return stats
+
+
+@pytest.mark.parametrize("learn", [
+    {"actor_update_freq": 2, "grad_clip": 0.5, "tau": 0.1},
+    {"auto_alpha": False, "init_alpha": 0.3, "gamma": 0.9},
+])
+def test_learn_steps_match_the_frozen_update_bit_for_bit(learn):
+    policy, reference = make({"learn": learn}), make({"learn": learn})
+    check_against_frozen(policy, reference, frozen_sac_step, transitions,
+                         networks=("actor", "critic", "critic_target"),
+                         optimizers=("actor_optimizer", "critic_optimizer", "alpha_optimizer"))
+    assert torch.equal(policy.log_alpha, reference.log_alpha)

@@ -9,6 +9,9 @@ import torch
 from rlpipe.data import to_torch
 from rlpipe.policies import TD3Policy, UnsupportedSpaceError, get_policy
 
+from .pinned_update import (check_against_frozen, frozen_batch, frozen_critic_grads,
+                            frozen_critic_step, frozen_gradient_step)
+
 OBS3 = gym.spaces.Box(-np.inf, np.inf, (3,), np.float32)
 ACT2 = gym.spaces.Box(np.array([-2.0, 0.0], np.float32), np.array([2.0, 5.0], np.float32))
 
@@ -234,3 +237,44 @@ def test_learner_on_gpu_acts_on_a_cpu_copy():
     other.load_state_dict(policy.state_dict())
     batch = transitions(seed=5)
     assert other.learn_mode.forward(batch) == policy.learn_mode.forward(batch)
+
+
+# --- the update, pinned bit for bit ---------------------------------------------------------------
+# A frozen copy of TD3Policy's learn step as it was before the twin-critic machinery moved to
+# rlpipe/policies/_twin_critic.py (main 5ba5bea). It works on a second, identically seeded policy
+# through public attributes only, with its own learn RNG (seed + 1, as the policy seeds its own).
+
+def frozen_td3_step(p, rng, batch):
+    c = p.cfg.learn
+    b, action, discount = frozen_batch(p, batch)
+    with torch.no_grad():
+        target_action = p.actor_target(b["next_obs"])
+        noise = torch.randn(target_action.shape, generator=rng, dtype=target_action.dtype)
+        noise = (noise * c.target_noise).clamp(-c.target_noise_clip, c.target_noise_clip)
+        target_action = (target_action + noise).clamp(-1.0, 1.0)
+        y = b["reward"].float() + discount * torch.min(*p.critic_target(b["next_obs"],
+                                                                        target_action))
+    stats = frozen_critic_step(p, b, action, y)
+    p.train_iter += 1
+    if p.train_iter % c.policy_delay == 0:
+        frozen_critic_grads(p, False)
+        actor_loss = -p.critic.q1(b["obs"], p.actor(b["obs"])).mean()
+        frozen_critic_grads(p, True)
+        actor_params = list(p.actor.parameters())
+        frozen_gradient_step(p.actor_optimizer, actor_loss, actor_params, c.grad_clip)
+        with torch.no_grad():
+            torch._foreach_lerp_(list(p.actor_target.parameters())
+                                 + list(p.critic_target.parameters()),
+                                 actor_params + list(p.critic.parameters()), c.tau)
+    return stats
+
+
+@pytest.mark.parametrize("learn", [
+    {"policy_delay": 2, "grad_clip": 0.5, "tau": 0.1},
+    {"policy_delay": 1, "target_noise": 0.3, "target_noise_clip": 0.2, "gamma": 0.9},
+])
+def test_learn_steps_match_the_frozen_update_bit_for_bit(learn):
+    policy, reference = make({"learn": learn}), make({"learn": learn})
+    check_against_frozen(policy, reference, frozen_td3_step, transitions,
+                         networks=("actor", "actor_target", "critic", "critic_target"),
+                         optimizers=("actor_optimizer", "critic_optimizer"))
