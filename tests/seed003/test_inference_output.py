@@ -5,11 +5,27 @@ import numpy as np
 from rlpipe import task
 from rlpipe.contexts import OnlineRLContext
 from rlpipe.engine import contract
-from rlpipe.middleware import data_pusher, eps_greedy_handler, inferencer, rolloutor
+from rlpipe.middleware import (StepCollector, data_pusher, eps_greedy_handler,
+                               inferencer, rolloutor)
+
+
+def _guide_acting(dqn, check, *tail, max_step):
+    """The guide's acting lines with `check` between inferencer and rolloutor; the last ctx."""
+    cfg, policy, collector_env = dqn.cfg, dqn.policy, dqn.collector_env
+    with task.start(async_mode=False, ctx=OnlineRLContext()):
+        task.use(eps_greedy_handler(cfg))
+        task.use(inferencer(cfg.seed, policy.collect_mode, collector_env))
+        task.use(check)
+        task.use(rolloutor(policy.collect_mode, collector_env))
+        task.use(data_pusher(cfg, dqn.buffer_))
+        for middleware in tail:
+            task.use(middleware)
+        task.run(max_step=max_step)
+        return task.ctx
 
 
 def test_inferencer_writes_one_dict_per_env_id_and_rolloutor_still_records_the_batch(dqn):
-    cfg, policy, collector_env, buffer_ = dqn.cfg, dqn.policy, dqn.collector_env, dqn.buffer_
+    buffer_ = dqn.buffer_
     seen = []
 
     @contract(reads=("inference_output", "action"))
@@ -19,17 +35,23 @@ def test_inferencer_writes_one_dict_per_env_id_and_rolloutor_still_records_the_b
             assert output["action"] == ctx.action[env_id]
         seen.append(sorted(ctx.inference_output))
 
-    with task.start(async_mode=False, ctx=OnlineRLContext()):
-        task.use(eps_greedy_handler(cfg))
-        task.use(inferencer(cfg.seed, policy.collect_mode, collector_env))
-        task.use(check)
-        task.use(rolloutor(policy.collect_mode, collector_env))
-        task.use(data_pusher(cfg, buffer_))
-        task.run(max_step=3)
-        batch = task.ctx.inference_output.batch  # the policy's batched output, kept for speed
-        assert batch["action"].shape == (2,)
+    ctx = _guide_acting(dqn, check, max_step=3)
+    batch = ctx.inference_output.batch  # the policy's batched output, kept for speed
+    assert batch["action"].shape == (2,)
     assert seen == [[0, 1]] * 3
     assert len(buffer_) == 6
     sample = buffer_.sample(6)
     assert set(sample) >= {"obs", "action", "reward", "next_obs"}
     assert np.isin(sample["action"], [0, 1]).all()
+
+
+def test_the_collectors_write_the_guides_inference_output_too(dqn):
+    cfg, policy, collector_env = dqn.cfg, dqn.policy, dqn.collector_env
+    with task.start(async_mode=False, ctx=OnlineRLContext()):
+        task.use(eps_greedy_handler(cfg))
+        task.use(StepCollector(cfg, policy.collect_mode, collector_env))
+        task.run(max_step=1)
+        out = task.ctx.inference_output
+        assert sorted(out) == [0, 1]
+        assert {int(out[i]["action"]) for i in out} <= {0, 1}
+        np.testing.assert_array_equal([out[i]["action"] for i in out], task.ctx.action)
