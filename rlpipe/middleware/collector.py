@@ -26,7 +26,8 @@ def inferencer(seed: Optional[int], policy: Any, env: Any, cursor: Optional[EnvC
                random_collect_size: int = 0) -> Callable:
     """Choose actions for the envs' current observations (`ctx.obs` → `ctx.action`).
 
-    `seed` seeds the first reset of `env` when given; `policy` is a collect face.
+    `seed` seeds the first reset of `env` when given; `policy` is a collect face, refreshed (its
+    acting copy takes the learner's weights) before the first action of each iteration.
     `ctx.inference_output` is a `PerEnvOutput`: `ctx.inference_output[env_id]` is that env's
     output dict (seed 003's `Dict[int, Dict]`), and `.batch` the batched dict the policy returned.
     `cursor`: the `EnvCursor` to act from, shared with a `rolloutor(..., cursor=)`; without one,
@@ -40,6 +41,7 @@ def inferencer(seed: Optional[int], policy: Any, env: Any, cursor: Optional[EnvC
     @contract(reads=reads, writes=("obs", "action", "inference_output"), role=Role.COLLECTOR)
     def _inferencer(ctx: OnlineRLContext) -> None:
         actor = acting.get()
+        actor.refresh_once_in(ctx.total_step)
         obs, output = actor.act(ctx.env_step if random_collect_size > 0 else 0,
                                 ctx.collect_kwargs)
         ctx.obs = obs

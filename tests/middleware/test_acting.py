@@ -103,6 +103,17 @@ def test_the_shared_cursor_belongs_to_the_task_and_ends_with_its_run():
     assert first_obs[3:] == [0, 0] and (t_before == 1).all()
 
 
+def test_inferencer_refreshes_the_acting_weights_once_per_iteration():
+    env, policy = FakeEnvManager(n_envs=2), FakeCollectPolicy()
+    cursor = EnvCursor(env)
+    infer, roll = inferencer(None, policy, env, cursor=cursor), rolloutor(policy, env, cursor=cursor)
+    t = Task()
+    with t.start():
+        t.use(lambda ctx: [(infer(ctx), roll(ctx)) for _ in range(2)] and None)
+        t.run(max_step=3)
+    assert policy.refreshes == 3 and len(policy.kwargs) == 6
+
+
 def test_seeded_inferencer_and_warm_up():
     env, policy = FakeEnvManager(n_envs=2), FakeCollectPolicy()
     seeds = []

@@ -1,11 +1,12 @@
 """The guide's table: `inference_output` is `Dict[int, Dict]`, "the dict of which the key is
 env_id (int), and the value is inference result (Dict)", written by `inferencer`."""
 import numpy as np
+import torch
 
 from rlpipe import task
 from rlpipe.contexts import OnlineRLContext
 from rlpipe.engine import contract
-from rlpipe.middleware import (StepCollector, data_pusher, eps_greedy_handler,
+from rlpipe.middleware import (OffPolicyLearner, StepCollector, data_pusher, eps_greedy_handler,
                                inferencer, rolloutor)
 
 
@@ -43,6 +44,24 @@ def test_inferencer_writes_one_dict_per_env_id_and_rolloutor_still_records_the_b
     sample = buffer_.sample(6)
     assert set(sample) >= {"obs", "action", "reward", "next_obs"}
     assert np.isin(sample["action"], [0, 1]).all()
+
+
+def _same_weights(a, b):
+    return all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+
+
+def test_the_guides_inferencer_acts_with_the_learners_latest_weights(dqn):
+    cfg, policy, buffer_ = dqn.cfg, dqn.policy, dqn.buffer_
+    cfg.policy.learn.batch_size = 4
+    checks = []
+
+    @contract(reads=("inference_output",))
+    def check(ctx):  # after the inferencer: its acting copy holds the learner's weights
+        checks.append((policy.learn_mode.train_iter, _same_weights(policy.acting, policy.online)))
+
+    _guide_acting(dqn, check, OffPolicyLearner(cfg, policy.learn_mode, buffer_), max_step=5)
+    assert checks[-1][0] > 0  # the learner changed the weights before the last iterations
+    assert all(same for _, same in checks)
 
 
 def test_the_collectors_write_the_guides_inference_output_too(dqn):
