@@ -93,7 +93,7 @@ class Acting:
         self._refreshed_in: Optional[int] = None
 
     def refresh(self) -> None:
-        """Copy the learner's weights into the policy's acting copy (a policy without one: no-op)."""
+        """Copy the learner's weights into the policy's acting copy (none: nothing to do)."""
         refresh = getattr(self.policy, "refresh", None)
         if refresh is not None:
             refresh()
@@ -130,7 +130,8 @@ class Acting:
 
 
 def step_record(obs: Any, action: Any, output: Mapping[str, Any], result: Any) -> Dict[str, Any]:
-    """One step over all envs (obs, action, reward, next_obs, terminated, truncated, valid) plus what the policy returned beside the action."""
+    """One step over all envs: obs, action, reward, next_obs, terminated, truncated, valid, and
+    what the policy returned beside the action."""
     record = {
         "obs": obs,
         "action": action,

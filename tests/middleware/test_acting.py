@@ -25,9 +25,11 @@ def collect(collector, ctx):
         next(gen, None)
 
 
-def drop_extras(steps):
-    return [{k: step[k] for k in ("obs", "action", "reward", "next_obs", "truncated", "valid")}
-            for step in steps]
+def acting_pair(policy, env):
+    """An inferencer and a rolloutor sharing a cursor the test holds."""
+    cursor = EnvCursor(env)
+    infer = inferencer(None, policy, env, cursor=cursor)
+    return infer, rolloutor(policy, env, cursor=cursor), cursor
 
 
 def test_step_collector_records_what_inferencer_and_rolloutor_record():
@@ -35,8 +37,7 @@ def test_step_collector_records_what_inferencer_and_rolloutor_record():
     collect(StepCollector(cfg(n_sample=10), FakeCollectPolicy(), FakeEnvManager(length=3)),
             by_collector)
     env, policy = FakeEnvManager(length=3), FakeCollectPolicy()
-    cursor = EnvCursor(env)
-    infer, roll = inferencer(None, policy, env, cursor=cursor), rolloutor(policy, env, cursor=cursor)
+    infer, roll, cursor = acting_pair(policy, env)
     for _ in range(5):
         infer(by_pair)
         roll(by_pair)
@@ -66,8 +67,7 @@ def test_collectors_leave_the_last_step_per_env_view_on_the_context():
 
 def test_a_cursor_carries_the_envs_position_from_one_acting_middleware_to_another():
     env, policy = FakeEnvManager(n_envs=2, length=10), FakeCollectPolicy()
-    cursor = EnvCursor(env)
-    infer, roll = inferencer(None, policy, env, cursor=cursor), rolloutor(policy, env, cursor=cursor)
+    infer, roll, cursor = acting_pair(policy, env)
     ctx = OnlineRLContext()
     for _ in range(3):
         infer(ctx)
@@ -105,8 +105,7 @@ def test_the_shared_cursor_belongs_to_the_task_and_ends_with_its_run():
 
 def test_inferencer_refreshes_the_acting_weights_once_per_iteration():
     env, policy = FakeEnvManager(n_envs=2), FakeCollectPolicy()
-    cursor = EnvCursor(env)
-    infer, roll = inferencer(None, policy, env, cursor=cursor), rolloutor(policy, env, cursor=cursor)
+    infer, roll, cursor = acting_pair(policy, env)
     t = Task()
     with t.start():
         t.use(lambda ctx: [(infer(ctx), roll(ctx)) for _ in range(2)] and None)
