@@ -36,7 +36,7 @@ def inferencer(seed: Optional[int], policy: Any, env: Any, cursor: Optional[EnvC
     steps, as the collectors' warm-up does.
     """
     acting = _LazyActing(policy, env, cursor, seed, random_collect_size)
-    reads = ("collect_kwargs", "env_step") if random_collect_size > 0 else ("collect_kwargs",)
+    reads = ("collect_kwargs", "total_step") + (("env_step",) if random_collect_size > 0 else ())
 
     @contract(reads=reads, writes=("obs", "action", "inference_output"), role=Role.COLLECTOR)
     def _inferencer(ctx: OnlineRLContext) -> None:
@@ -148,7 +148,8 @@ class StepCollector:
         self.env.close()
 
 
-@contract(reads=("collect_kwargs", "env_step", "env_episode"), writes=("episodes",) + _WRITES,
+@contract(reads=("collect_kwargs", "env_step", "env_episode", "total_step"),
+          writes=("episodes",) + _WRITES,
           role=Role.COLLECTOR, emits=("episode_end",))
 class EpisodeCollector:
     """Collect `cfg.policy.collect.n_episode` whole episodes per iteration into `ctx.episodes`.
