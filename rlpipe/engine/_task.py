@@ -5,7 +5,7 @@ import threading
 import time
 import types
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Dict, Hashable, List, Optional, Tuple, Type, Union
+from typing import Any, Callable, List, Optional, Tuple, Type, Union
 
 from rlpipe.contexts import Context, OnlineRLContext
 
@@ -22,13 +22,14 @@ from ._names import middleware_name, set_name
 from ._profile import MiddlewareStats, Profile
 from ._roles import Role, RolesMixin
 from ._scheduler import dependencies
+from ._shared import SharedMixin, SharedObjects
 from ._validate import resolve_chain, validate_chain
 
 Middleware = Callable[[Any], Any]
 _VOID_ATTR = "_rlpipe_void"
 
 
-class Task(RolesMixin, EventsMixin):
+class Task(RolesMixin, EventsMixin, SharedMixin):
     """Runs middleware over a context. `task` is a global instance; make others with `Task()`.
 
     >>> t = Task()
@@ -53,8 +54,7 @@ class Task(RolesMixin, EventsMixin):
         self._executor: Optional[ThreadPoolExecutor] = None
         self._finish = False
         self._lock = threading.RLock()  # the task-wide lock of use(fn, lock=True)
-        self._shared: Dict[Hashable, Any] = {}
-        self._shared_lock = threading.Lock()
+        self._shared = SharedObjects()
         self._reset_stats()
 
     # ---- lifecycle -------------------------------------------------------------------------
@@ -128,7 +128,7 @@ class Task(RolesMixin, EventsMixin):
         chain, self._chain = self._chain, []
         self._wrappers = []
         self._events.clear()
-        self._shared = {}
+        self._shared.clear()
         self._started = False
         errors: List[BaseException] = []
         seen: set = set()
@@ -148,16 +148,6 @@ class Task(RolesMixin, EventsMixin):
             for other in errors[1:]:
                 errors[0].add_note(f"close() of another middleware also failed: {other!r}")
             raise errors[0]
-
-    def shared(self, key: Hashable, make: Callable[[], Any]) -> Any:
-        """The object this run's middleware share under `key`, made by `make()` on first use and
-        dropped at `stop()`: how middleware built apart share state without a module global
-        (e.g. `inferencer` and `rolloutor` share one env cursor, keyed by their env)."""
-        with self._shared_lock:
-            found = self._shared.get(key)
-            if found is None:
-                found = self._shared[key] = make()
-        return found
 
     @property
     def running(self) -> bool:
