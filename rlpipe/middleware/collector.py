@@ -178,12 +178,13 @@ class EpisodeCollector:
             obs, output = acting.act(ctx.env_step, ctx.collect_kwargs)
             acting.step(ctx, obs, output["action"], output, steps)
             record = steps[-1]
+            rows = PerEnvOutput(record, acting.n_envs)  # env i's step: rows[i]
             done = np.logical_or(record["terminated"], record["truncated"])
             for i in range(acting.n_envs):
                 if not record["valid"][i]:
                     self._open[i] = []  # the env was restarted: its episode is gone
                     continue
-                self._open[i].append(_row(record, i))
+                self._open[i].append(rows[i])
                 if done[i]:
                     finished.append(self._open[i])
                     self._open[i] = []
@@ -211,13 +212,3 @@ def _last_step(ctx: OnlineRLContext, obs: Any, output: Dict[str, Any], n_envs: i
     ctx.obs = obs
     ctx.action = output["action"]
     ctx.inference_output = PerEnvOutput(output, n_envs)
-
-
-def _row(record: Dict[str, Any], i: int) -> Dict[str, Any]:
-    return {k: _index(v, i) for k, v in record.items()}
-
-
-def _index(value: Any, i: int) -> Any:
-    if isinstance(value, dict):
-        return {k: _index(v, i) for k, v in value.items()}
-    return value[i]
