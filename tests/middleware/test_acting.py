@@ -6,7 +6,7 @@ from easydict import EasyDict
 
 from rlpipe.contexts import OnlineRLContext
 from rlpipe.data import PerEnvOutput
-from rlpipe.engine import Task
+from rlpipe.engine import Task, contract
 from rlpipe.middleware import EpisodeCollector, StepCollector, inferencer, rolloutor
 from rlpipe.middleware.collector import EnvCursor
 
@@ -147,3 +147,16 @@ def test_collector_state_round_trips_and_wrong_cursors_are_refused():
         inferencer(None, FakeCollectPolicy(), FakeEnvManager(), cursor=EnvCursor(env))
     with pytest.raises(ValueError, match=r"n_sample must be positive.*--set"):
         StepCollector(cfg(n_sample=0), FakeCollectPolicy(), env)
+
+
+def test_inferencer_and_rolloutor_share_the_task_cursor_in_async_mode_too():
+    env, policy = FakeEnvManager(n_envs=2, length=4), FakeCollectPolicy()
+    acted_from = []
+    t = Task()
+    with t.start(async_mode=True):
+        t.use(inferencer(None, policy, env))
+        t.use(rolloutor(policy, env))
+        t.use(contract(reads=("obs",))(lambda ctx: acted_from.append(int(ctx.obs[0, 1]))))
+        t.run(max_step=6)
+        assert t.ctx.env_step == 12 and t.ctx.env_episode == 2
+    assert acted_from == [0, 1, 2, 3, 0, 1] and policy.refreshes == 6
