@@ -18,7 +18,8 @@ class PerEnvOutput(Mapping):
 
     A light view: rows are sliced on access, nothing is copied up front. The batched dict the
     policy returned (each value with a leading env dimension) stays reachable as `out.batch`,
-    which the collector's fast path uses.
+    which the collector's fast path uses. Any dict of per-env arrays can be viewed so: the
+    `EpisodeCollector` splits a step record over all envs into per-env rows with it.
     """
 
     __slots__ = ("batch", "_n")

@@ -22,13 +22,14 @@ from ._names import middleware_name, set_name
 from ._profile import MiddlewareStats, Profile
 from ._roles import Role, RolesMixin
 from ._scheduler import dependencies
+from ._shared import SharedMixin, SharedObjects
 from ._validate import resolve_chain, validate_chain
 
 Middleware = Callable[[Any], Any]
 _VOID_ATTR = "_rlpipe_void"
 
 
-class Task(RolesMixin, EventsMixin):
+class Task(RolesMixin, EventsMixin, SharedMixin):
     """Runs middleware over a context. `task` is a global instance; make others with `Task()`.
 
     >>> t = Task()
@@ -53,6 +54,7 @@ class Task(RolesMixin, EventsMixin):
         self._executor: Optional[ThreadPoolExecutor] = None
         self._finish = False
         self._lock = threading.RLock()  # the task-wide lock of use(fn, lock=True)
+        self._shared = SharedObjects()
         self._reset_stats()
 
     # ---- lifecycle -------------------------------------------------------------------------
@@ -126,6 +128,7 @@ class Task(RolesMixin, EventsMixin):
         chain, self._chain = self._chain, []
         self._wrappers = []
         self._events.clear()
+        self._shared.clear()
         self._started = False
         errors: List[BaseException] = []
         seen: set = set()

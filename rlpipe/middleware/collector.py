@@ -8,89 +8,54 @@ whole per-env sequences.
 """
 from __future__ import annotations
 
-import weakref
 from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 
 from rlpipe.contexts import OnlineRLContext
 from rlpipe.data import PerEnvOutput, batch_of
-from rlpipe.engine import Role, contract, current_task
+from rlpipe.engine import Role, contract
 
+from ._acting import Acting, EnvCursor, check_cursor, shared_cursor
 from ._cfg import setting
 
-_STEP_KEYS = ("obs", "action", "reward", "next_obs", "terminated", "truncated", "valid")
+__all__ = ["EnvCursor", "EpisodeCollector", "StepCollector", "inferencer", "rolloutor"]
 
 
-class _EnvCursor:
-    """The observation each env of a manager will act from next (reset lazily, once)."""
-
-    def __init__(self, env: Any) -> None:
-        self.env = env
-        self.obs: Any = None
-
-    def current(self) -> Any:
-        if self.obs is None:
-            self.obs = self.env.reset()
-        return self.obs
-
-
-def _random_actions(space: Any, n: int) -> np.ndarray:
-    return np.stack([space.sample() for _ in range(n)])
-
-
-def _step_record(obs: Any, action: Any, extras: Dict[str, Any], result: Any) -> Dict[str, Any]:
-    record = {
-        "obs": obs,
-        "action": action,
-        "reward": result.reward,
-        "next_obs": result.next_obs,
-        "terminated": result.terminated,
-        "truncated": result.truncated,
-        "valid": result.valid,
-    }
-    for key, value in extras.items():
-        if key != "action":
-            record[key] = value
-    return record
-
-
-def _count_episodes(ctx: OnlineRLContext, result: Any, n_steps_done: int) -> None:
-    if result.episodes:
-        ctx.episode_info = (ctx.episode_info or []) + list(result.episodes)
-        ctx.trajectory_end_idx = (ctx.trajectory_end_idx or []) + [n_steps_done] * len(
-            result.episodes
-        )
-        ctx.env_episode += len(result.episodes)
-        task = current_task()
-        for episode in result.episodes:
-            task.emit("episode_end", episode)
-
-
-def inferencer(seed: Optional[int], policy: Any, env: Any) -> Callable:
+def inferencer(seed: Optional[int], policy: Any, env: Any, cursor: Optional[EnvCursor] = None,
+               random_collect_size: int = 0) -> Callable:
     """Choose actions for the envs' current observations (`ctx.obs` → `ctx.action`).
 
-    `seed` seeds the first reset of `env` when given; `policy` is a collect face.
+    `seed` seeds the first reset of `env` when given; `policy` is a collect face, refreshed (its
+    acting copy takes the learner's weights) before the first action of each iteration.
     `ctx.inference_output` is a `PerEnvOutput`: `ctx.inference_output[env_id]` is that env's
     output dict (seed 003's `Dict[int, Dict]`), and `.batch` the batched dict the policy returned.
+    `cursor`: the `EnvCursor` to act from, shared with a `rolloutor(..., cursor=)`; without one,
+    the inferencer and rolloutor of one env share the task's cursor of that env
+    (`Task.shared`). `random_collect_size`: act uniformly at random for the run's first env
+    steps, as the collectors' warm-up does.
     """
-    cursor = _cursor_for(env, seed)
+    acting = _LazyActing(policy, env, cursor, seed, random_collect_size)
+    reads = ("collect_kwargs", "total_step") + (("env_step",) if random_collect_size > 0 else ())
 
-    @contract(reads=("collect_kwargs",), writes=("obs", "action", "inference_output"),
-              role=Role.COLLECTOR)
+    @contract(reads=reads, writes=("obs", "action", "inference_output"), role=Role.COLLECTOR)
     def _inferencer(ctx: OnlineRLContext) -> None:
-        ctx.obs = cursor.current()
-        batch = policy.forward(ctx.obs, **ctx.collect_kwargs)
-        ctx.inference_output = PerEnvOutput(batch, env.n_envs)
-        ctx.action = batch["action"]
+        actor = acting.get()
+        actor.refresh_once_in(ctx.total_step)
+        obs, output = actor.act(ctx.env_step if random_collect_size > 0 else 0,
+                                ctx.collect_kwargs)
+        ctx.obs = obs
+        ctx.inference_output = PerEnvOutput(output, actor.n_envs)
+        ctx.action = output["action"]
 
     return _inferencer
 
 
-def rolloutor(policy: Any, env: Any, transitions: Optional[List] = None) -> Callable:
-    """Step the envs with `ctx.action`, append the step to `ctx.trajectories`, count steps."""
-    cursor = _cursor_for(env, None)
-    store = transitions
+def rolloutor(policy: Any, env: Any, transitions: Optional[List] = None,
+              cursor: Optional[EnvCursor] = None) -> Callable:
+    """Step the envs with `ctx.action`, append the step to `ctx.trajectories` (or to
+    `transitions` when given), count env steps and episodes. `cursor`: as for `inferencer`."""
+    acting = _LazyActing(policy, env, cursor, None, 0)
 
     @contract(
         reads=("obs", "action", "inference_output", "env_step", "env_episode"),
@@ -98,164 +63,152 @@ def rolloutor(policy: Any, env: Any, transitions: Optional[List] = None) -> Call
         role=Role.COLLECTOR, emits=("episode_end",),
     )
     def _rolloutor(ctx: OnlineRLContext) -> None:
-        result = env.step(ctx.action)
-        record = _step_record(ctx.obs, ctx.action, batch_of(ctx.inference_output), result)
-        target = store if store is not None else ctx.trajectories
+        target = transitions
         if target is None:
-            target = ctx.trajectories = []
-        target.append(record)
-        cursor.obs = result.obs
-        ctx.env_step += int(np.count_nonzero(result.valid))
-        _count_episodes(ctx, result, len(target))
+            target = ctx.trajectories
+            if target is None:
+                target = ctx.trajectories = []
+        acting.get().step(ctx, ctx.obs, ctx.action, batch_of(ctx.inference_output), target)
 
     return _rolloutor
 
 
-_CURSORS: "weakref.WeakKeyDictionary[Any, _EnvCursor]" = weakref.WeakKeyDictionary()
+class _LazyActing:
+    """The `Acting` of an inferencer or rolloutor, made on its first call: with the task's
+    shared cursor of the env unless a cursor was given."""
+
+    __slots__ = ("args", "seed", "acting")
+
+    def __init__(self, policy: Any, env: Any, cursor: Optional[EnvCursor], seed: Optional[int],
+                 random_collect_size: int) -> None:
+        check_cursor(cursor, env)
+        self.args = (policy, env, cursor, random_collect_size)
+        self.seed = seed
+        self.acting: Optional[Acting] = None
+
+    def get(self) -> Acting:
+        if self.acting is None:
+            policy, env, cursor, random_collect_size = self.args
+            if cursor is None:
+                cursor = shared_cursor(env)
+            if self.seed is not None and cursor.obs is None:
+                cursor.seed = self.seed
+            self.acting = Acting(policy, env, cursor, random_collect_size)
+        return self.acting
 
 
-def _cursor_for(env: Any, seed: Optional[int]) -> _EnvCursor:
-    """One cursor per env manager, shared by the inferencer and rolloutor built on it."""
-    cursor = _CURSORS.get(env)
-    if cursor is None:
-        cursor = _CURSORS[env] = _EnvCursor(env)
-        if seed is not None:
-            cursor.obs = env.reset(seed=seed)
-    return cursor
+_WRITES = ("trajectories", "trajectory_end_idx", "episode_info", "env_step", "env_episode",
+           "obs", "action", "inference_output")
 
 
-@contract(
-    reads=("collect_kwargs", "env_step", "env_episode"),
-    writes=("trajectories", "trajectory_end_idx", "episode_info", "env_step", "env_episode"),
-    role=Role.COLLECTOR, emits=("episode_end",),
-)
+@contract(reads=("collect_kwargs", "env_step", "env_episode"), writes=_WRITES,
+          role=Role.COLLECTOR, emits=("episode_end",))
 class StepCollector:
     """Collect `cfg.policy.collect.n_sample` env steps (summed over envs) per iteration.
 
-    For the first `random_collect_size` env steps of the run, actions are sampled uniformly
-    from the action space (warm-up). The collector acts with the policy's own copy of the
-    weights, refreshed after every iteration (post-`yield`), so a learner running beside it in
-    async mode never changes weights under it.
+    `inferencer` + `rolloutor` in one loop (the same `Acting`): for the first
+    `random_collect_size` env steps of the run, actions are sampled uniformly from the action
+    space (warm-up). The collector acts with the policy's own copy of the weights, refreshed
+    before its first collection and after every iteration (post-`yield`), so a learner running
+    beside it in async mode never changes weights under it. `obs`, `action` and
+    `inference_output` are those of the iteration's last step. `cursor`: the `EnvCursor` to act
+    from (default: one of its own).
     """
 
-    def __init__(self, cfg: Any, policy: Any, env: Any, random_collect_size: Optional[int] = None):
+    def __init__(self, cfg: Any, policy: Any, env: Any, random_collect_size: Optional[int] = None,
+                 cursor: Optional[EnvCursor] = None) -> None:
         self.policy = policy
         self.env = env
-        self.n_sample = int(setting(cfg, "policy.collect.n_sample"))
-        if self.n_sample <= 0:
-            raise ValueError(f"policy.collect.n_sample must be positive, got {self.n_sample}")
-        if random_collect_size is None:
-            random_collect_size = setting(cfg, "policy.collect.random_collect_size", 0)
-        self.random_collect_size = int(random_collect_size)
-        self._cursor = _EnvCursor(env)
-        self._refreshed = False
-
-    def _refresh(self) -> None:
-        refresh = getattr(self.policy, "refresh", None)
-        if refresh is not None:
-            refresh()
-        self._refreshed = True
+        self.n_sample = _positive(cfg, "policy.collect.n_sample")
+        self.acting = Acting(policy, env, cursor, _warmup(cfg, random_collect_size))
+        self.random_collect_size = self.acting.random_collect_size
 
     def __call__(self, ctx: OnlineRLContext):
-        if not self._refreshed:
-            self._refresh()
-        n_envs = self.env.n_envs
+        acting = self.acting
+        if not acting.refreshed:
+            acting.refresh()
         steps: List[Dict[str, Any]] = []
         ctx.trajectories = steps
         collected = 0
-        target = self.n_sample
-        while collected < target:
-            obs = self._cursor.current()
-            if ctx.env_step < self.random_collect_size:
-                extras: Dict[str, Any] = {}
-                action = _random_actions(self.env.action_space, n_envs)
-            else:
-                extras = self.policy.forward(obs, **ctx.collect_kwargs)
-                action = extras["action"]
-            result = self.env.step(action)
-            steps.append(_step_record(obs, action, extras, result))
-            self._cursor.obs = result.obs
-            valid = int(np.count_nonzero(result.valid))
-            collected += valid
-            ctx.env_step += valid
-            _count_episodes(ctx, result, len(steps))
+        while collected < self.n_sample:
+            obs, output = acting.act(ctx.env_step, ctx.collect_kwargs)
+            collected += acting.step(ctx, obs, output["action"], output, steps)
+        _last_step(ctx, obs, output, acting.n_envs)
         yield
-        self._refresh()
+        acting.refresh()
 
     def get_state(self) -> Dict[str, Any]:
         """The observation each env acts from next (for an exact resume with the env state)."""
-        return {"obs": self._cursor.obs}
+        return self.acting.cursor.get_state()
 
     def set_state(self, state: Dict[str, Any]) -> None:
-        self._cursor.obs = state["obs"]
+        self.acting.cursor.set_state(state)
 
     def close(self) -> None:
         self.env.close()
 
 
-@contract(
-    reads=("collect_kwargs", "env_step", "env_episode"),
-    writes=("episodes", "trajectories", "trajectory_end_idx", "episode_info", "env_step",
-            "env_episode"),
-    role=Role.COLLECTOR, emits=("episode_end",),
-)
+@contract(reads=("collect_kwargs", "env_step", "env_episode", "total_step"),
+          writes=("episodes",) + _WRITES,
+          role=Role.COLLECTOR, emits=("episode_end",))
 class EpisodeCollector:
     """Collect `cfg.policy.collect.n_episode` whole episodes per iteration into `ctx.episodes`.
 
     Each episode is a list of per-step dicts of one env (`obs`, `action`, `reward`, ...).
     Steps of episodes still running when the quota is reached are carried to the next call.
+    Acting (warm-up, counting) is `StepCollector`'s; the acting copy is refreshed at the start of
+    each iteration.
     """
 
-    def __init__(self, cfg: Any, policy: Any, env: Any, random_collect_size: Optional[int] = None):
+    def __init__(self, cfg: Any, policy: Any, env: Any, random_collect_size: Optional[int] = None,
+                 cursor: Optional[EnvCursor] = None) -> None:
         self.policy = policy
         self.env = env
-        self.n_episode = int(setting(cfg, "policy.collect.n_episode"))
-        if self.n_episode <= 0:
-            raise ValueError(f"policy.collect.n_episode must be positive, got {self.n_episode}")
-        if random_collect_size is None:
-            random_collect_size = setting(cfg, "policy.collect.random_collect_size", 0)
-        self.random_collect_size = int(random_collect_size)
-        self._cursor = _EnvCursor(env)
+        self.n_episode = _positive(cfg, "policy.collect.n_episode")
+        self.acting = Acting(policy, env, cursor, _warmup(cfg, random_collect_size))
+        self.random_collect_size = self.acting.random_collect_size
         self._open: List[List[Dict[str, Any]]] = [[] for _ in range(env.n_envs)]
 
-    def __call__(self, ctx: OnlineRLContext):
-        refresh = getattr(self.policy, "refresh", None)
-        if refresh is not None:
-            refresh()
+    def __call__(self, ctx: OnlineRLContext) -> None:
+        acting = self.acting
+        acting.refresh_once_in(ctx.total_step)
         finished: List[List[Dict[str, Any]]] = []
         steps: List[Dict[str, Any]] = []
         while len(finished) < self.n_episode:
-            obs = self._cursor.current()
-            if ctx.env_step < self.random_collect_size:
-                extras: Dict[str, Any] = {}
-                action = _random_actions(self.env.action_space, self.env.n_envs)
-            else:
-                extras = self.policy.forward(obs, **ctx.collect_kwargs)
-                action = extras["action"]
-            result = self.env.step(action)
-            record = _step_record(obs, action, extras, result)
-            steps.append(record)
-            self._cursor.obs = result.obs
-            ctx.env_step += int(np.count_nonzero(result.valid))
-            _count_episodes(ctx, result, len(steps))
-            done = np.logical_or(result.terminated, result.truncated)
-            for i in range(self.env.n_envs):
-                if not result.valid[i]:
+            obs, output = acting.act(ctx.env_step, ctx.collect_kwargs)
+            acting.step(ctx, obs, output["action"], output, steps)
+            record = steps[-1]
+            rows = PerEnvOutput(record, acting.n_envs)  # env i's step: rows[i]
+            done = np.logical_or(record["terminated"], record["truncated"])
+            for i in range(acting.n_envs):
+                if not record["valid"][i]:
                     self._open[i] = []  # the env was restarted: its episode is gone
                     continue
-                self._open[i].append(_row(record, i))
+                self._open[i].append(rows[i])
                 if done[i]:
                     finished.append(self._open[i])
                     self._open[i] = []
+        _last_step(ctx, obs, output, acting.n_envs)
         ctx.episodes = finished
         ctx.trajectories = steps
 
 
-def _row(record: Dict[str, Any], i: int) -> Dict[str, Any]:
-    return {k: _index(v, i) for k, v in record.items()}
+def _warmup(cfg: Any, random_collect_size: Optional[int]) -> int:
+    if random_collect_size is None:
+        random_collect_size = setting(cfg, "policy.collect.random_collect_size", 0)
+    return int(random_collect_size)
 
 
-def _index(value: Any, i: int) -> Any:
-    if isinstance(value, dict):
-        return {k: _index(v, i) for k, v in value.items()}
-    return value[i]
+def _positive(cfg: Any, key: str) -> int:
+    value = int(setting(cfg, key))
+    if value <= 0:
+        raise ValueError(f"{key} must be positive, got {value}; set it in the config "
+                         f"(`--set {key}=N` on the command line)")
+    return value
+
+
+def _last_step(ctx: OnlineRLContext, obs: Any, output: Dict[str, Any], n_envs: int) -> None:
+    """What an inferencer would have left on `ctx` after the iteration's last step."""
+    ctx.obs = obs
+    ctx.action = output["action"]
+    ctx.inference_output = PerEnvOutput(output, n_envs)

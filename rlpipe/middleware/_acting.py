@@ -1,0 +1,156 @@
+"""The one acting path: choose actions for the envs' current observations, step the envs,
+record the step, count env steps and episodes.
+
+`inferencer`, `rolloutor`, `StepCollector` and `EpisodeCollector` (collector.py) are all built
+from `Acting`; a new kind of acting (hidden state per env, an agent axis) is added here once.
+
+- `EnvCursor` — the observation each env of a manager acts from next. The pipeline owns it: a
+  collector makes its own (or takes one), `inferencer`/`rolloutor` share one per env and task.
+  It is the collector's part of an exact resume (`get_state`/`set_state`).
+- `Acting.act` — warm-up actions sampled from the action space for the run's first
+  `random_collect_size` env steps, the policy's collect face afterwards.
+- `Acting.step` — one vector step: the record of it (with the true final observation of an
+  episode in `next_obs`; `obs` of the result is where the env acts from next), env-step count
+  (valid rows only), episode ends (`episode_info`, `trajectory_end_idx`, "episode_end" events).
+- `Acting.refresh` — the policy copies its learner's weights into its acting copy, so a learner
+  running beside collection in async mode never changes weights under the actor: once per
+  iteration before acting (`inferencer`, `EpisodeCollector`), or, for `StepCollector`, before its
+  first collection and after each iteration (post-`yield`, its timing since the first release,
+  which exact resume and the async runs' results rest on).
+
+Hidden state per env (#15) belongs in the cursor (reset where an episode starts) and the agent
+axis (#16) in `act`/`step`: the four acting middleware then have them at once.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+import numpy as np
+
+from rlpipe.engine import current_task
+
+class EnvCursor:
+    """The observations the envs of one manager act from next; reset lazily, once.
+
+    `seed` seeds that first reset (None: the manager's own seeding). `obs` is None until then.
+    """
+
+    __slots__ = ("env", "obs", "seed")
+
+    def __init__(self, env: Any, seed: Optional[int] = None) -> None:
+        self.env = env
+        self.obs: Any = None
+        self.seed = seed
+
+    def current(self) -> Any:
+        """The observations to act from now (resetting the envs on first use)."""
+        if self.obs is None:
+            self.obs = self.env.reset() if self.seed is None else self.env.reset(seed=self.seed)
+        return self.obs
+
+    def get_state(self) -> Dict[str, Any]:
+        """What an exact resume needs beside the env state: the observations acted from next."""
+        return {"obs": self.obs}
+
+    def set_state(self, state: Mapping[str, Any]) -> None:
+        """Restore `get_state()`'s dict (`{"obs": None}`: reset on next use)."""
+        if "obs" not in state:
+            raise KeyError(f"EnvCursor.set_state() takes get_state()'s dict {{'obs': ...}}; got "
+                           f"keys {sorted(state)} (a state saved by another rlpipe version?)")
+        self.obs = state["obs"]
+
+    def __repr__(self) -> str:
+        where = "not reset yet" if self.obs is None else "reset"
+        return f"EnvCursor({type(self.env).__name__}, {where})"
+
+
+def shared_cursor(env: Any) -> EnvCursor:
+    """The cursor of `env` shared by the middleware of the current task (made on first use,
+    dropped when the task stops): how `inferencer` and `rolloutor` built apart, as DI-engine
+    scripts build them, act and step from the same observations."""
+    return current_task().shared(("rlpipe.env_cursor", id(env)), lambda: EnvCursor(env))
+
+
+def check_cursor(cursor: Optional[EnvCursor], env: Any) -> None:
+    """Refuse a cursor made for another env manager than `env`."""
+    if cursor is not None and cursor.env is not env:
+        raise ValueError(f"the cursor {cursor!r} belongs to another env manager than {env!r}; "
+                         f"make one per manager: EnvCursor(env)")
+
+
+class Acting:
+    """One policy acting in one env manager through one cursor (see the module docstring)."""
+
+    def __init__(self, policy: Any, env: Any, cursor: Optional[EnvCursor] = None,
+                 random_collect_size: int = 0) -> None:
+        check_cursor(cursor, env)
+        self.policy = policy
+        self.env = env
+        self.cursor = cursor if cursor is not None else EnvCursor(env)
+        self.n_envs = int(env.n_envs)
+        self.random_collect_size = int(random_collect_size)
+        self.refreshed = False
+        self._refreshed_in: Optional[int] = None
+
+    def refresh(self) -> None:
+        """Copy the learner's weights into the policy's acting copy (none: nothing to do)."""
+        refresh = getattr(self.policy, "refresh", None)
+        if refresh is not None:
+            refresh()
+        self.refreshed = True
+
+    def refresh_once_in(self, iteration: int) -> None:
+        """`refresh()` unless it was already done in this iteration (`ctx.total_step`): before
+        the first action of each iteration, however often the iteration acts."""
+        if self._refreshed_in != iteration:
+            self._refreshed_in = iteration
+            self.refresh()
+
+    def act(self, env_step: int, collect_kwargs: Mapping[str, Any]) -> Tuple[Any, Dict[str, Any]]:
+        """(obs, what the policy returned for it, with "action"); random actions during warm-up
+        (`env_step` below `random_collect_size`)."""
+        obs = self.cursor.current()
+        if env_step < self.random_collect_size:
+            space = self.env.action_space
+            return obs, {"action": np.stack([space.sample() for _ in range(self.n_envs)])}
+        return obs, self.policy.forward(obs, **collect_kwargs)
+
+    def step(self, ctx: Any, obs: Any, action: Any, output: Mapping[str, Any],
+             steps: List[Dict[str, Any]]) -> int:
+        """Step the envs with `action`, append the step's record to `steps`, move the cursor and
+        count on `ctx`; returns the number of valid rows (env steps taken)."""
+        result = self.env.step(action)
+        steps.append(step_record(obs, action, output, result))
+        self.cursor.obs = result.obs
+        valid = int(np.count_nonzero(result.valid))
+        ctx.env_step += valid
+        if result.episodes:
+            _count_episodes(ctx, result.episodes, len(steps))
+        return valid
+
+
+def step_record(obs: Any, action: Any, output: Mapping[str, Any], result: Any) -> Dict[str, Any]:
+    """One step over all envs: obs, action, reward, next_obs, terminated, truncated, valid, and
+    what the policy returned beside the action."""
+    record = {
+        "obs": obs,
+        "action": action,
+        "reward": result.reward,
+        "next_obs": result.next_obs,
+        "terminated": result.terminated,
+        "truncated": result.truncated,
+        "valid": result.valid,
+    }
+    for key, value in output.items():
+        if key != "action":
+            record[key] = value
+    return record
+
+
+def _count_episodes(ctx: Any, episodes: List[Any], n_steps_done: int) -> None:
+    ctx.episode_info = (ctx.episode_info or []) + list(episodes)
+    ctx.trajectory_end_idx = (ctx.trajectory_end_idx or []) + [n_steps_done] * len(episodes)
+    ctx.env_episode += len(episodes)
+    task = current_task()
+    for episode in episodes:
+        task.emit("episode_end", episode)
