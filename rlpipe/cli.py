@@ -75,9 +75,18 @@ def _cmd_train(args: argparse.Namespace) -> int:
                        max_env_step=args.max_env_steps, progress=not args.no_progress,
                        collectors=args.collectors or 0, evaluator=bool(args.evaluator),
                        ray_address=args.ray_address, backend=args.backend)
-    summary = {k: result[k] for k in ("eval_value", "best_eval_value", "env_step", "train_iter", "wall_time", "run_dir")}
-    print(json.dumps(summary))
+    _print_summary(result)
     return 0
+
+
+def _print_summary(result: dict, stopped_by: Optional[str] = None) -> None:
+    """The human summary on stderr, then the machine-readable one: strict JSON (null for a
+    return that was never measured), the last line of stdout."""
+    from rlpipe.zoo._tail import format_summary, json_summary
+
+    sys.stdout.flush()
+    print(format_summary(result, stopped_by), file=sys.stderr, flush=True)
+    print(json.dumps(json_summary(result), allow_nan=False))
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -95,7 +104,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     from rlpipe.zoo import Interrupted
 
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from rlpipe.middleware.progress import BarLogHandler
+
+    console = BarLogHandler()  # log lines go above the progress bar, not onto it
+    console.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.WARNING, handlers=[console])
     try:
         if args.command == "list":
             return _cmd_list()
@@ -103,6 +116,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             return _cmd_train(args)
         return _cmd_eval(args)
     except Interrupted as stop:
+        if stop.summary is not None:
+            _print_summary(stop.summary, stop.signal_name)
         print(f"rlpipe {args.command}: {stop}", file=sys.stderr)
         return stop.exit_code
     except KeyboardInterrupt:
