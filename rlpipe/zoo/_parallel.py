@@ -60,6 +60,9 @@ def role_main(name: str, plain_cfg: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     cfg.seed = role_seed(cfg.seed, link)
     if not learner:
         cfg.run_dir, cfg.resume_from, cfg.progress = None, None, False
+        # the learner prints and logs the run (the evaluator's results with it); a child of a
+        # local run inherits the console and log.txt handlers, so only its warnings go there
+        logging.getLogger("rlpipe").setLevel(logging.WARNING)
     if learner and cfg.run_dir:
         os.makedirs(cfg.run_dir, exist_ok=True)
     handler = attach_log_file(cfg.run_dir) if learner and cfg.run_dir else None
