@@ -219,3 +219,43 @@ def test_exchange_is_exported():
     import rlpipe.middleware as mw
 
     assert "Exchange" in mw.__all__ and mw.Exchange is Exchange
+
+
+def test_the_learner_waits_for_the_evaluator_process_to_evaluate_its_final_weights(run, caplog):
+    import threading
+
+    from rlpipe.middleware.evaluator import final_evaluation
+
+    learner, _, evaluator = run
+    cfg = make_cfg()
+    trained, _ = make_policy(cfg, 0)
+    learner_exchange = Exchange(cfg, trained, learner)
+    answered = {}
+
+    def evaluator_process():  # one evaluator iteration, as its process runs it
+        policy, _ = make_policy(cfg, 9)
+        exchange = Exchange(cfg, policy, evaluator)
+        ctx = OnlineRLContext()
+        exchange.receive(ctx)  # waits for the final weights
+        ctx.eval_value, ctx.eval_output = 7.0, {"returns": [7.0]}
+        ctx.last_eval_iter = ctx.train_iter
+        exchange.send(ctx)
+        answered.update(final=exchange.receive.s.final, train_iter=ctx.train_iter)
+
+    thread = threading.Thread(target=evaluator_process)
+    thread.start()
+
+    def trained_to_20(ctx):
+        ctx.train_iter, ctx.env_step, ctx.last_eval_iter = 20, 640, 0
+
+    t = Task()
+    with caplog.at_level("INFO", logger="rlpipe"), t.start(ctx=OnlineRLContext()):
+        learner_exchange.receive.attach(t)  # as task.use() does; its call would wait for data
+        t.use(trained_to_20)
+        t.use(final_evaluation())
+        t.run(max_step=1)
+        ctx = t.ctx
+    thread.join(timeout=30)
+    assert answered == {"final": True, "train_iter": 20}
+    assert (ctx.last_eval_iter, ctx.eval_value, ctx.last_eval_value) == (20, 7.0, 7.0)
+    assert "final eval at train_iter 20, env_step 640: mean return 7.00" in caplog.text
