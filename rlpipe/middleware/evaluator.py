@@ -36,14 +36,15 @@ def evaluate_episodes(policy: Any, env: Any, n_episode: int) -> List[dict]:
     return records
 
 
-def log_evaluation(ctx: Any, source: str = "eval") -> None:
+def log_evaluation(ctx: Any, source: str = "eval", where: str = "") -> None:
     """The one INFO line of an evaluation: the train_iter of the weights evaluated
     (`ctx.last_eval_iter`), the env step the metrics file and TensorBoard give it
-    (`ctx.env_step` once the iteration's collection is counted), mean, std, episodes."""
+    (`ctx.env_step` once the iteration's collection is counted), mean, std, episodes
+    (and `where` it ran when that was another process)."""
     returns = np.asarray((ctx.eval_output or {}).get("returns", [ctx.eval_value]), dtype=float)
-    log.info("%s at train_iter %d, env_step %d: mean return %.2f (std %.2f, %d episodes)",
+    log.info("%s at train_iter %d, env_step %d: mean return %.2f (std %.2f, %d episodes%s)",
              source, ctx.last_eval_iter, ctx.env_step, ctx.eval_value, returns.std(),
-             len(returns))
+             len(returns), f", {where}" if where else "")
 
 
 def interaction_evaluator(cfg: Any, policy: Any, env: Any, render: bool = False) -> Callable:

@@ -212,7 +212,7 @@ class ReceiveTrajectories:
             ctx.last_eval_value = m["eval_value"]
             ctx.eval_weights = m.get("weights")  # so that best.pt holds what was evaluated
             # the env step of this iteration: the one the logger gives the evaluation
-            log_evaluation(ctx, "final eval" if m.get("final") else "eval")
+            log_evaluation(ctx, "final eval" if m.get("final") else "eval", "evaluator process")
             task.emit("eval_end", ctx)
             ctx.eval_weights = None
             if m["stop"]:

@@ -258,4 +258,5 @@ def test_the_learner_waits_for_the_evaluator_process_to_evaluate_its_final_weigh
     thread.join(timeout=30)
     assert answered == {"final": True, "train_iter": 20}
     assert (ctx.last_eval_iter, ctx.eval_value, ctx.last_eval_value) == (20, 7.0, 7.0)
-    assert "final eval at train_iter 20, env_step 640: mean return 7.00" in caplog.text
+    assert ("final eval at train_iter 20, env_step 640: mean return 7.00 (std 0.00, 1 episodes, "
+            "evaluator process)") in caplog.text
