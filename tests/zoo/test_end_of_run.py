@@ -49,12 +49,20 @@ def _evaluations(run_dir):
     return [(m[1], int(m[2]), int(m[3]), float(m[4])) for m in EVAL_LINE.finditer(text)]
 
 
-def _assert_one_step_per_evaluation(run_dir, evals):
+def _assert_one_step_per_evaluation(run_dir, evals, every_one=True):
+    """Each evaluation of the metrics file and TensorBoard is in log.txt at the same env step.
+    `every_one` False: two evaluations that reached the learner in one iteration (an evaluator
+    process's) share its row, which holds the later one."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     rows = [(r["env_step"], round(r["eval/return_mean"], 2)) for r in read_metrics(run_dir)
             if "eval/return_mean" in r]
-    assert rows == [(step, value) for _, _, step, value in evals]
+    logged = [(step, value) for _, _, step, value in evals]
+    if every_one:
+        assert rows == logged
+    else:
+        assert set(rows) <= set(logged) and rows[-1] == logged[-1]
+        assert sorted({step for step, _ in rows}) == sorted({step for step, _ in logged})
     board = EventAccumulator(str(Path(run_dir) / "tb"))
     board.Reload()
     tb = [(e.step, round(e.value, 2)) for e in board.Scalars("eval/return_mean")]
@@ -97,6 +105,7 @@ def test_final_weights_are_evaluated_and_summarised(tmp_path):
     assert "run ended" not in done.stdout  # stdout: only the JSON line
 
 
+@pytest.mark.slow  # 8-16 s on two busy cores
 def test_local_backend_run_reports_the_evaluator_processes_final_evaluation(tmp_path):
     run_dir = tmp_path / "run"
     done = _cli("train", "cartpole-dqn", "--async", "--max-env-steps", "1500", "--no-progress",
@@ -106,17 +115,18 @@ def test_local_backend_run_reports_the_evaluator_processes_final_evaluation(tmp_
     assert summary["train_iter"] > 0 and summary["final_eval_iter"] == summary["train_iter"]
     evals = _evaluations(run_dir)
     # printed once, by the learner, with its env steps (the evaluator process logs none);
-    # which weights the evaluator process first gets depends on timing
+    # which weights the evaluator process gets first depends on timing (even the last ones:
+    # then no final request is needed)
     iters = [e[1] for e in evals]
-    assert iters == sorted(set(iters)) and len(iters) >= 2
-    assert evals[-1] == ("final eval", summary["train_iter"], summary["env_step"],
-                         summary["eval_value"])
+    assert iters == sorted(set(iters))
+    assert evals[-1][1:] == (summary["train_iter"], summary["env_step"], summary["eval_value"])
     assert len(EVAL_LINE.findall(done.stderr)) == len(evals)
-    _assert_one_step_per_evaluation(run_dir, evals)
+    _assert_one_step_per_evaluation(run_dir, evals, every_one=False)
     _assert_no_line_twice(run_dir)
     assert "did not stop" not in done.stderr
 
 
+@pytest.mark.slow  # 8-16 s on two busy cores
 def test_ctrl_c_names_the_run_folder_and_summarises_the_final_weights(tmp_path):
     run_dir = tmp_path / "run"
     proc = subprocess.Popen(_cli_cmd("train", "cartpole-dqn", "--max-env-steps", "1000000",
@@ -125,7 +135,7 @@ def test_ctrl_c_names_the_run_folder_and_summarises_the_final_weights(tmp_path):
     try:
         deadline = time.monotonic() + 120
         metrics = run_dir / "metrics.jsonl"
-        while not (metrics.exists() and len(read_metrics(run_dir)) >= 6):
+        while not (metrics.exists() and any(r["train_iter"] > 0 for r in read_metrics(run_dir))):
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.2)
         proc.send_signal(signal.SIGINT)
