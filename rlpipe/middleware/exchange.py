@@ -260,13 +260,17 @@ class PublishWeights:
         self.s = shared
         self.every = every
         self._published_iter = 0
+        self._final = False
 
     def publish(self, ctx: OnlineRLContext, final: bool = False) -> None:
         """Publish the policy's weights now (`final`: the run ends with them; the evaluator
-        process evaluates them and stops)."""
+        process evaluates them and stops). Once final, every later publication is marked so:
+        in async mode this middleware's own call may come after the final one in the last
+        iteration, and its newer version must not hide the mark from the evaluator."""
         s = self.s
+        self._final = self._final or final
         info = {"train_iter": int(ctx.train_iter), "env_step": int(ctx.env_step),
-                "env_episode": int(ctx.env_episode), "final": final}
+                "env_episode": int(ctx.env_episode), "final": self._final}
         s.version = s.link.publish(WEIGHTS, module_weights(s.policy, s.modules), info)
         self._published_iter = ctx.train_iter
 

@@ -260,3 +260,19 @@ def test_the_learner_waits_for_the_evaluator_process_to_evaluate_its_final_weigh
     assert (ctx.last_eval_iter, ctx.eval_value, ctx.last_eval_value) == (20, 7.0, 7.0)
     assert ("final eval at train_iter 20, env_step 640: mean return 7.00 (std 0.00, 1 episodes, "
             "evaluator process)") in caplog.text
+
+
+def test_a_publication_after_the_final_one_stays_marked_final(run):
+    # async mode: the learner's own publish may run after the final one in the last iteration
+    learner, _, evaluator = run
+    cfg = make_cfg()
+    policy, _ = make_policy(cfg, 0)
+    exchange = Exchange(cfg, policy, learner)
+    ctx = OnlineRLContext()
+    ctx.train_iter = 8
+    exchange.send.publish(ctx)
+    assert evaluator.poll(WEIGHTS).info["final"] is False
+    exchange.send.publish(ctx, final=True)
+    exchange.send.publish(ctx)
+    update = evaluator.poll(WEIGHTS)
+    assert update.version == 3 and update.info["final"] is True
