@@ -52,6 +52,9 @@ TRAJECTORIES = "trajectories"
 EVALUATIONS = "evaluations"
 _DERIVED = ("acting",)  # rebuilt by collect_mode.refresh() from the shipped networks
 FINAL_EVAL_TIMEOUT_S = 600.0  # the learner waits this long for the final weights' evaluation
+EVALUATOR_EXITS = "evaluator_exits"
+"""Hub counter the evaluator process adds to when its main() returns (after its last message),
+so that a learner waiting for a final evaluation knows none will come."""
 
 
 def module_weights(policy: Any, modules: Optional[Iterable[str]] = None) -> Dict[str, Dict[str, Any]]:
@@ -236,7 +239,16 @@ class ReceiveTrajectories:
                  "(train_iter %d)", ctx.train_iter)
         deadline = time.monotonic() + FINAL_EVAL_TIMEOUT_S
         while ctx.last_eval_iter != ctx.train_iter:
-            if s.link.finished:
+            state = s.link.state()
+            if state["counters"].get(EVALUATOR_EXITS, 0) > 0:  # its last message is queued
+                self._evaluations(ctx, task)
+                if ctx.last_eval_iter != ctx.train_iter:
+                    log.warning("the evaluator process ended without evaluating the final "
+                                "weights (train_iter %d): the summary reports its last "
+                                "evaluation (train_iter %d)", ctx.train_iter,
+                                ctx.last_eval_iter)
+                return
+            if state["finished"]:
                 log.warning("the run was finished everywhere before the evaluator process "
                             "evaluated the final weights (train_iter %d): the summary reports "
                             "its last evaluation (train_iter %d)", ctx.train_iter,
@@ -378,4 +390,4 @@ class Exchange:
         return f"<Exchange of the {self.link.name}>"
 
 
-__all__ = ["Exchange", "load_module_weights", "module_weights"]
+__all__ = ["EVALUATOR_EXITS", "Exchange", "load_module_weights", "module_weights"]

@@ -16,6 +16,7 @@ from easydict import EasyDict
 from rlpipe.config import to_plain
 from rlpipe.engine import Role
 from rlpipe.engine import parallel
+from rlpipe.middleware.exchange import EVALUATOR_EXITS
 
 log = logging.getLogger("rlpipe")
 COLLECTOR_SEED_STEP = 7_919  # collector i acts with seed + (i + 1) * step (+ a restart term)
@@ -70,6 +71,8 @@ def role_main(name: str, plain_cfg: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         if link.attempt:
             log.warning("%s restarted (attempt %d)", link.name, link.attempt)
         result = get_entry(name).main(cfg)
+        if link.role is Role.EVALUATOR:  # a learner waiting for a final evaluation stops waiting
+            link.add({EVALUATOR_EXITS: 1})
         if learner:
             state = link.state()
             result["collectors"] = link.collectors

@@ -3,6 +3,8 @@
 Each side runs in its own Task, one after another (a collector's iterations, then the learner's),
 with the hub of `parallel.local_links` between them: no Ray, no threads.
 """
+import time
+
 import numpy as np
 import pytest
 import torch
@@ -276,3 +278,27 @@ def test_a_publication_after_the_final_one_stays_marked_final(run):
     exchange.send.publish(ctx)
     update = evaluator.poll(WEIGHTS)
     assert update.version == 3 and update.info["final"] is True
+
+
+def test_the_learner_stops_waiting_when_the_evaluator_process_has_ended(run, caplog):
+    from rlpipe.middleware.exchange import EVALUATOR_EXITS
+    from rlpipe.middleware.evaluator import final_evaluation
+
+    learner, _, evaluator = run
+    cfg = make_cfg()
+    trained, _ = make_policy(cfg, 0)
+    learner_exchange = Exchange(cfg, trained, learner)
+    evaluator.add({EVALUATOR_EXITS: 1})  # e.g. it stopped at its stop_value: no answer comes
+
+    def trained_to_20(ctx):
+        ctx.train_iter, ctx.last_eval_iter = 20, 0
+
+    t = Task()
+    with caplog.at_level("WARNING", logger="rlpipe"), t.start(ctx=OnlineRLContext()):
+        learner_exchange.receive.attach(t)
+        t.use(trained_to_20)
+        t.use(final_evaluation())
+        started = time.monotonic()
+        t.run(max_step=1)
+        assert t.ctx.last_eval_iter == 0 and time.monotonic() - started < 5
+    assert "ended without evaluating the final weights (train_iter 20)" in caplog.text
