@@ -182,3 +182,23 @@ def test_a_run_folders_log_is_attached_once_per_process(tmp_path):
         logger.removeHandler(first)
         first.close()
     assert (tmp_path / "log.txt").read_text().count("written once") == 1
+
+
+def test_a_ray_learner_without_a_console_gets_one(tmp_path):
+    from rlpipe.zoo._parallel import _has_console
+
+    logger = logging.getLogger("rlpipe.test.console")
+    parent = logging.getLogger("rlpipe.test")
+    parent.propagate = False  # as in a Ray actor: no handler anywhere up the chain
+    file_only = logging.FileHandler(tmp_path / "log.txt")
+    try:
+        parent.addHandler(file_only)
+        assert not _has_console(logger)  # log.txt is no console
+        console = logging.StreamHandler()
+        parent.addHandler(console)
+        assert _has_console(logger)
+        parent.removeHandler(console)
+    finally:
+        parent.removeHandler(file_only)
+        file_only.close()
+        parent.propagate = True
