@@ -64,20 +64,6 @@ def interaction_evaluator(cfg: Any, policy: Any, env: Any, render: bool = False)
     if n_episode <= 0:
         raise ValueError(f"policy.eval.evaluator.n_episode must be positive, got {n_episode}")
 
-    def evaluate(ctx: OnlineRLContext, task: Any) -> None:
-        records = evaluate_episodes(policy, env, n_episode)
-        returns = np.array([r["return"] for r in records])
-        ctx.eval_value = float(returns.mean())
-        ctx.eval_output = {"returns": returns.tolist(),
-                           "lengths": [r["length"] for r in records]}
-        ctx.last_eval_iter = ctx.train_iter
-        ctx.last_eval_value = ctx.eval_value
-        task.emit("eval_end", ctx)
-        if stop_value is not None and ctx.eval_value >= float(stop_value):
-            log.info("eval return %.2f reached stop_value %s: finishing", ctx.eval_value,
-                     stop_value)
-            task.finish = True
-
     @contract(
         reads=("train_iter", "last_eval_iter", "env_step"),
         writes=("eval_value", "eval_output", "last_eval_iter", "last_eval_value"),
@@ -91,6 +77,20 @@ def interaction_evaluator(cfg: Any, policy: Any, env: Any, render: bool = False)
         evaluate(ctx, task)
         yield
         log_evaluation(ctx)  # after the collector: the env step of the metrics row
+
+    def evaluate(ctx: OnlineRLContext, task: Any) -> None:
+        records = evaluate_episodes(policy, env, n_episode)
+        returns = np.array([r["return"] for r in records])
+        ctx.eval_value = float(returns.mean())
+        ctx.eval_output = {"returns": returns.tolist(),
+                           "lengths": [r["length"] for r in records]}
+        ctx.last_eval_iter = ctx.train_iter
+        ctx.last_eval_value = ctx.eval_value
+        task.emit("eval_end", ctx)
+        if stop_value is not None and ctx.eval_value >= float(stop_value):
+            log.info("eval return %.2f reached stop_value %s: finishing", ctx.eval_value,
+                     stop_value)
+            task.finish = True
 
     def attach(task: Any) -> None:
         def final(ctx: OnlineRLContext) -> None:
