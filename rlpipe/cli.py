@@ -162,9 +162,18 @@ def _cmd_train(args: argparse.Namespace) -> int:
                        evaluator=bool(args.evaluator), ray_address=args.ray_address,
                        backend=args.backend, algo=args.algo, env=args.env,
                        imports=args.imports, overwrite=args.overwrite)
-    summary = {k: result[k] for k in ("eval_value", "best_eval_value", "env_step", "train_iter", "wall_time", "run_dir")}
-    print(json.dumps(summary))
+    _print_summary(result)
     return 0
+
+
+def _print_summary(result: dict, stopped_by: Optional[str] = None) -> None:
+    """The human summary on stderr, then the machine-readable one: strict JSON (null for a
+    return that was never measured), the last line of stdout."""
+    from rlpipe.zoo._tail import format_summary, json_summary
+
+    sys.stdout.flush()
+    print(format_summary(result, stopped_by), file=sys.stderr, flush=True)
+    print(json.dumps(json_summary(result), allow_nan=False))
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -210,7 +219,11 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     args = _parser().parse_args(argv)
     debug = debug_requested(args.debug)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from rlpipe.middleware.progress import BarLogHandler
+
+    console = BarLogHandler()  # log lines go above the progress bar, not onto it
+    console.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.WARNING, handlers=[console])
     try:
         if args.command == "list":
             return _cmd_list()
@@ -224,6 +237,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             return _cmd_config(args)
         return _cmd_eval(args)
     except Interrupted as stop:
+        if stop.summary is not None:
+            _print_summary(stop.summary, stop.signal_name)
         print(f"rlpipe {args.command}: {stop}", file=sys.stderr)
         return stop.exit_code
     except KeyboardInterrupt:

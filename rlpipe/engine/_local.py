@@ -106,6 +106,10 @@ class _Child:
     done: bool = False  # main() returned or raised: not to be restarted
     started: bool = False  # its process was started
     spoke: bool = False  # it made a hub call since its last start
+    reaping: threading.Lock = field(default_factory=threading.Lock)
+    """Held around join/exitcode/is_alive: its serving thread and the stopping learner both
+    wait for the process, and two concurrent waits race for the exit status (the loser's
+    waitpid fails, and the process looks alive although it has exited)."""
 
 
 @dataclass
@@ -173,8 +177,9 @@ def _serve(run: _Run, child: _Child) -> None:
         except OSError:
             break
     conn.close()
-    child.process.join(timeout=5.0)
-    exitcode = child.process.exitcode
+    with child.reaping:
+        child.process.join(timeout=5.0)
+        exitcode = child.process.exitcode
     if child.done or run.stopping or exitcode == 0 or run.hub_call("state")["finished"]:
         child.done = True
         return
@@ -284,18 +289,25 @@ def _stop(run: _Run, grace_s: float) -> None:
 
 
 def _terminate(run: _Run, grace_s: float) -> None:
-    deadline = time.monotonic() + grace_s
+    """Wait up to `grace_s` seconds in all for the children to exit, then end those that did
+    not (a warning says how long they were given)."""
+    start = time.monotonic()
+    deadline = start + grace_s
     for child in run.children:
         if child.started:
-            child.process.join(timeout=max(0.0, deadline - time.monotonic()))
+            with child.reaping:
+                child.process.join(timeout=max(0.0, deadline - time.monotonic()))
     for child in run.children:
         process = child.process
-        if child.started and process.is_alive():
-            log.warning("%s did not stop within %.0f s; terminating it", child.name, grace_s)
-            process.terminate()
-            process.join(timeout=5.0)
-            if process.is_alive():
-                process.kill()
-                process.join()
+        with child.reaping:
+            alive = child.started and process.is_alive()
+            if alive:
+                log.warning("%s did not stop within %.1f s of the end of the run; terminating "
+                            "it", child.name, time.monotonic() - start)
+                process.terminate()
+                process.join(timeout=5.0)
+                if process.is_alive():
+                    process.kill()
+                    process.join()
         if child.server is not None:
             child.server.join(timeout=5.0)

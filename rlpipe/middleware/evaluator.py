@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, List
+from typing import Any, Callable, Iterator, List
 
 import numpy as np
 
@@ -12,6 +12,8 @@ from rlpipe.engine import Role, contract, current_task
 from ._cfg import setting
 
 log = logging.getLogger(__name__)
+FINAL_EVAL = "final_eval"
+"""The event `final_evaluation()` emits (with the context) to have the final weights evaluated."""
 
 
 def evaluate_episodes(policy: Any, env: Any, n_episode: int) -> List[dict]:
@@ -34,10 +36,29 @@ def evaluate_episodes(policy: Any, env: Any, n_episode: int) -> List[dict]:
     return records
 
 
+def log_evaluation(ctx: Any, source: str = "eval", where: str = "") -> None:
+    """The one INFO line of an evaluation: the train_iter of the weights evaluated
+    (`ctx.last_eval_iter`), the env step the metrics file and TensorBoard give it
+    (`ctx.env_step` once the iteration's collection is counted), mean, std, episodes
+    (and `where` it ran when that was another process)."""
+    returns = np.asarray((ctx.eval_output or {}).get("returns", [ctx.eval_value]), dtype=float)
+    env_step = getattr(ctx, "env_step", None)  # an offline context counts no env steps
+    step = f", env_step {env_step}" if env_step is not None else ""
+    log.info("%s at train_iter %d%s: mean return %.2f (std %.2f, %d episodes%s)",
+             source, ctx.last_eval_iter, step, ctx.eval_value, returns.std(),
+             len(returns), f", {where}" if where else "")
+
+
 def interaction_evaluator(cfg: Any, policy: Any, env: Any, render: bool = False) -> Callable:
     """Every `cfg.policy.eval.evaluator.eval_freq` train iterations (and at the first and
     last iteration), evaluate `n_episode` episodes with `policy` (an eval face); set
-    `ctx.eval_value`; finish the run when it reaches `cfg.env.stop_value`."""
+    `ctx.eval_value`; finish the run when it reaches `cfg.env.stop_value`.
+
+    The evaluation runs before the later middleware of the iteration (so "eval_end" listeners,
+    such as the checkpoint saver's best.pt, see exactly the evaluated weights); its log line is
+    written after them, with the env step the logger gives it. The evaluator also answers the
+    `final_evaluation()` middleware (event `FINAL_EVAL`): it then evaluates the weights the run
+    ends with, unless its last evaluation was of the same train_iter."""
     eval_freq = int(setting(cfg, "policy.eval.evaluator.eval_freq"))
     n_episode = int(setting(cfg, "policy.eval.evaluator.n_episode",
                             setting(cfg, "env.n_evaluator_episode", 10)))
@@ -51,11 +72,16 @@ def interaction_evaluator(cfg: Any, policy: Any, env: Any, render: bool = False)
         role=Role.EVALUATOR, emits=("eval_end",), finishes=stop_value is not None,
         optional_reads=("env_step",),
     )
-    def _evaluator(ctx: OnlineRLContext) -> None:
+    def _evaluator(ctx: OnlineRLContext) -> Iterator[None]:
         task = current_task()
         due = ctx.last_eval_iter < 0 or ctx.train_iter - ctx.last_eval_iter >= eval_freq
         if ctx.last_eval_iter == ctx.train_iter or not (due or task.finish):
             return
+        evaluate(ctx, task)
+        yield
+        log_evaluation(ctx)  # after the collector: the env step of the metrics row
+
+    def evaluate(ctx: OnlineRLContext, task: Any) -> None:
         records = evaluate_episodes(policy, env, n_episode)
         returns = np.array([r["return"] for r in records])
         ctx.eval_value = float(returns.mean())
@@ -63,12 +89,58 @@ def interaction_evaluator(cfg: Any, policy: Any, env: Any, render: bool = False)
                            "lengths": [r["length"] for r in records]}
         ctx.last_eval_iter = ctx.train_iter
         ctx.last_eval_value = ctx.eval_value
-        log.info("eval at train_iter %d, env_step %d: mean return %.2f (std %.2f, %d episodes)",
-                 ctx.train_iter, getattr(ctx, "env_step", -1), ctx.eval_value, returns.std(), len(returns))
         task.emit("eval_end", ctx)
         if stop_value is not None and ctx.eval_value >= float(stop_value):
             log.info("eval return %.2f reached stop_value %s: finishing", ctx.eval_value,
                      stop_value)
             task.finish = True
 
+    def attach(task: Any) -> None:
+        def final(ctx: OnlineRLContext) -> None:
+            if ctx.last_eval_iter != ctx.train_iter:
+                evaluate(ctx, task)
+                log_evaluation(ctx, "final eval")
+
+        task.on(FINAL_EVAL, final)
+
+    _evaluator.attach = attach  # type: ignore[attr-defined]  # called by task.use()
     return _evaluator
+
+
+@contract(reads=("train_iter", "last_eval_iter"), optional_reads=("env_step",),
+          writes=("eval_value", "eval_output", "last_eval_iter", "last_eval_value",
+                  "eval_weights"),
+          role=Role.LEARNER)
+class FinalEvaluation:
+    """The middleware made by `final_evaluation`."""
+
+    def __init__(self) -> None:
+        self._task: Any = None
+
+    def attach(self, task: Any) -> None:
+        """Called by `task.use`: also ask at the task's "finish" event (a finish set after this
+        middleware ran in the last iteration, e.g. by a signal)."""
+        self._task = task
+        task.once("finish", self._request)
+
+    def __call__(self, ctx: OnlineRLContext) -> None:
+        task = current_task()
+        if self._task is None:
+            self._task = task
+        if task.finish:
+            self._request(ctx)
+
+    def _request(self, ctx: OnlineRLContext) -> None:
+        if ctx.last_eval_iter != ctx.train_iter:
+            self._task.emit(FINAL_EVAL, ctx)
+
+
+def final_evaluation() -> FinalEvaluation:
+    """Evaluate the weights a run ends with: in the iteration where `finish` is set (use it
+    after the learner and the termination checker, before the logger and the checkpoint
+    saver, so they record that evaluation), or at the task's "finish" event when the finish
+    came later. It asks whoever answers the `FINAL_EVAL` event: the `interaction_evaluator`
+    of this process, or the exchange, which has the evaluator process of a distributed run
+    evaluate those weights. Nothing is asked when the last evaluation already ran on them
+    (same `train_iter`)."""
+    return FinalEvaluation()

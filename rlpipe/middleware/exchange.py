@@ -16,6 +16,13 @@ after the learner):
   reached `stop_value`), with the evaluated weights when they are the best so far, so that the
   learner's best.pt holds exactly the weights that were evaluated.
 
+The end of a run: the learner's `final_evaluation()` asks (event `FINAL_EVAL`) for the weights
+it ends with; with an evaluator process, the learner publishes them marked final and waits for
+that process's evaluation of them, so the summary, the metrics and best.pt have it as in a single
+process. (When the evaluator process itself ended the run at stop_value, it has stopped: the
+run's last evaluation is then that one.) The learner logs every evaluation of the evaluator
+process, with its own env step; the evaluator process logs none.
+
 A collector waits for the learner's first weights before it collects, so every process acts
 with the learner's weights (also after `--resume`). Trajectories pass through an optional pair
 of user functions, `compressor(trajectories) -> payload` on the collector and
@@ -25,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
 
 import numpy as np
@@ -35,6 +43,7 @@ from rlpipe.engine import Role, contract, current_task
 from rlpipe.engine import parallel
 
 from ._cfg import setting
+from .evaluator import FINAL_EVAL, log_evaluation
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +51,10 @@ WEIGHTS = "weights"
 TRAJECTORIES = "trajectories"
 EVALUATIONS = "evaluations"
 _DERIVED = ("acting",)  # rebuilt by collect_mode.refresh() from the shipped networks
+FINAL_EVAL_TIMEOUT_S = 600.0  # the learner waits this long for the final weights' evaluation
+EVALUATOR_EXITS = "evaluator_exits"
+"""Hub counter the evaluator process adds to when its main() returns (after its last message),
+so that a learner waiting for a final evaluation knows none will come."""
 
 
 def module_weights(policy: Any, modules: Optional[Iterable[str]] = None) -> Dict[str, Dict[str, Any]]:
@@ -89,6 +102,7 @@ class _Shared:
         self.start_step = 0
         self.start_episode = 0
         self.finished = False  # the hub said the run is over
+        self.final = False  # evaluator: the weights it holds are the learner's last ones
 
     def take(self, update: Any) -> bool:
         """Apply a poll's weights (when newer) and finish flag; True when weights changed."""
@@ -154,6 +168,7 @@ class ReceiveTrajectories:
         self.publish = publish
         self.decompressor = decompressor
         self.batches_per_iter = batches_per_iter
+        self.evaluator_stopped = False  # the evaluator process ended the run (stop_value)
         writes = ["trajectories", "env_step", "env_episode", "episode_info", "info_for_logging"]
         if shared.link.evaluator:
             writes += ["eval_value", "eval_output", "last_eval_iter", "last_eval_value",
@@ -161,6 +176,11 @@ class ReceiveTrajectories:
         # it reads no learner field, so in async mode the learner trains while it waits
         contract(reads=("env_step", "env_episode"), writes=writes, role=Role.LEARNER,
                  emits=("eval_end",) if shared.link.evaluator else (), finishes=True)(self)
+
+    def attach(self, task: Any) -> None:
+        """Called by `task.use`: with an evaluator process, answer `final_evaluation()`."""
+        if self.s.link.evaluator:
+            task.on(FINAL_EVAL, lambda ctx: self._final(ctx, task))
 
     def __call__(self, ctx: OnlineRLContext) -> None:
         s = self.s
@@ -187,20 +207,62 @@ class ReceiveTrajectories:
         if s.link.evaluator:
             self._evaluations(ctx)
 
-    def _evaluations(self, ctx: OnlineRLContext) -> None:
-        task = current_task()
-        for m in self.s.link.pop(EVALUATIONS, None, 0.0):
+    def _evaluations(self, ctx: OnlineRLContext, task: Any = None,
+                     timeout: Optional[float] = 0.0) -> None:
+        task = task if task is not None else current_task()
+        for m in self.s.link.pop(EVALUATIONS, None, timeout):
             ctx.eval_value = m["eval_value"]
             ctx.eval_output = m["eval_output"]
             ctx.last_eval_iter = m["train_iter"]  # the weights evaluated were of that iteration
             ctx.last_eval_value = m["eval_value"]
             ctx.eval_weights = m.get("weights")  # so that best.pt holds what was evaluated
-            log.info("evaluator: mean return %.2f at train_iter %d", m["eval_value"], m["train_iter"])
+            # the env step of this iteration: the one the logger gives the evaluation
+            log_evaluation(ctx, "final eval" if m.get("final") else "eval", "evaluator process")
             task.emit("eval_end", ctx)
             ctx.eval_weights = None
             if m["stop"]:
+                self.evaluator_stopped = True
                 log.info("the evaluator reached stop_value: finishing")
                 task.finish = True
+
+    def _final(self, ctx: OnlineRLContext, task: Any) -> None:
+        """Publish the weights the run ends with, marked final, and wait for the evaluator
+        process's evaluation of them (taking any earlier ones that arrive first)."""
+        s = self.s
+        if ctx.last_eval_iter == ctx.train_iter:
+            return
+        if self.evaluator_stopped:
+            log.info("the evaluator process ended the run at stop_value with the weights of "
+                     "train_iter %d and has stopped: the run's last evaluation is that one",
+                     ctx.last_eval_iter)
+            return
+        self.publish.publish(ctx, final=True)
+        log.info("waiting for the evaluator process to evaluate the final weights "
+                 "(train_iter %d)", ctx.train_iter)
+        deadline = time.monotonic() + FINAL_EVAL_TIMEOUT_S
+        while ctx.last_eval_iter != ctx.train_iter:
+            state = s.link.state()
+            if state["counters"].get(EVALUATOR_EXITS, 0) > 0:  # its last message is queued
+                self._evaluations(ctx, task)
+                if ctx.last_eval_iter != ctx.train_iter:
+                    log.warning("the evaluator process ended without evaluating the final "
+                                "weights (train_iter %d): the summary reports its last "
+                                "evaluation (train_iter %d)", ctx.train_iter,
+                                ctx.last_eval_iter)
+                return
+            if state["finished"]:
+                log.warning("the run was finished everywhere before the evaluator process "
+                            "evaluated the final weights (train_iter %d): the summary reports "
+                            "its last evaluation (train_iter %d)", ctx.train_iter,
+                            ctx.last_eval_iter)
+                return
+            if time.monotonic() > deadline:
+                log.warning("the evaluator process did not evaluate the final weights "
+                            "(train_iter %d) within %.0f s: the summary reports its last "
+                            "evaluation (train_iter %d)", ctx.train_iter, FINAL_EVAL_TIMEOUT_S,
+                            ctx.last_eval_iter)
+                return
+            self._evaluations(ctx, task, timeout=1.0)
 
 
 @contract(reads=("train_iter", "env_step", "env_episode"), writes=(), role=Role.LEARNER)
@@ -212,11 +274,17 @@ class PublishWeights:
         self.s = shared
         self.every = every
         self._published_iter = 0
+        self._final = False
 
-    def publish(self, ctx: OnlineRLContext) -> None:
+    def publish(self, ctx: OnlineRLContext, final: bool = False) -> None:
+        """Publish the policy's weights now (`final`: the run ends with them; the evaluator
+        process evaluates them and stops). Once final, every later publication is marked so:
+        in async mode this middleware's own call may come after the final one in the last
+        iteration, and its newer version must not hide the mark from the evaluator."""
         s = self.s
+        self._final = self._final or final
         info = {"train_iter": int(ctx.train_iter), "env_step": int(ctx.env_step),
-                "env_episode": int(ctx.env_episode)}
+                "env_episode": int(ctx.env_episode), "final": self._final}
         s.version = s.link.publish(WEIGHTS, module_weights(s.policy, s.modules), info)
         self._published_iter = ctx.train_iter
 
@@ -237,6 +305,9 @@ class ReceiveWeightsToEvaluate:
     def __call__(self, ctx: OnlineRLContext) -> None:
         update = self.s.link.poll(WEIGHTS, self.s.version, None)
         if self.s.take(update):
+            if update.info.get("final"):  # evaluate these (the finish makes it due), then stop
+                self.s.final = True
+                current_task().finish = True
             ctx.train_iter = int(update.info.get("train_iter", ctx.train_iter))
             ctx.env_step = int(update.info.get("env_step", ctx.env_step))
             ctx.env_episode = int(update.info.get("env_episode", ctx.env_episode))
@@ -257,8 +328,11 @@ class SendEvaluation:
         if s.finished or ctx.last_eval_iter != ctx.train_iter or ctx.last_eval_iter == self._sent_iter:
             return
         self._sent_iter = ctx.last_eval_iter
+        task = current_task()
         message = {"eval_value": float(ctx.eval_value), "eval_output": ctx.eval_output,
-                   "train_iter": int(ctx.train_iter), "stop": bool(current_task().finish)}
+                   "train_iter": int(ctx.train_iter), "stop": bool(task.finish) and not s.final}
+        if s.final:  # the evaluation of the weights the learner ended with
+            message["final"] = True
         if ctx.eval_value > self._best:  # a new best: the learner writes these weights to best.pt
             self._best = float(ctx.eval_value)
             message["weights"] = s.weights
@@ -318,4 +392,4 @@ class Exchange:
         return f"<Exchange of the {self.link.name}>"
 
 
-__all__ = ["Exchange", "load_module_weights", "module_weights"]
+__all__ = ["EVALUATOR_EXITS", "Exchange", "load_module_weights", "module_weights"]

@@ -1,7 +1,10 @@
-"""`progress_bar`: a tqdm bar over env steps with iterations/s, train_iter and the last eval return."""
+"""`progress_bar`: a tqdm bar over env steps with iterations/s, train_iter and the last eval return;
+`BarLogHandler`: log lines written above a live bar instead of onto it."""
 from __future__ import annotations
 
+import logging
 import math
+import sys
 import time
 from typing import Any, IO, Optional
 
@@ -84,6 +87,29 @@ class ProgressBar:
         self._bar.close()
 
 
+class BarLogHandler(logging.StreamHandler):
+    """A console log handler that writes each line through `tqdm.write`: a live bar on the same
+    stream is cleared, the line printed above it, and the bar drawn again (a plain
+    `StreamHandler` writes onto the bar's line). Without a bar it prints as a `StreamHandler`.
+    `stream` None: the `sys.stderr` of the moment (tqdm's default file)."""
+
+    def __init__(self, stream: Optional[IO[str]] = None) -> None:
+        super().__init__(stream)
+        self._fixed = stream
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            from tqdm import tqdm
+
+            stream = self._fixed if self._fixed is not None else sys.stderr
+            tqdm.write(self.format(record), file=stream)
+            stream.flush()
+        except RecursionError:
+            raise
+        except Exception:  # noqa: BLE001 - logging's own policy: report it on stderr, go on
+            self.handleError(record)
+
+
 def progress_bar(
     cfg: Any = None,
     total_env_steps: Optional[int] = None,
@@ -100,4 +126,4 @@ def progress_bar(
     return ProgressBar(cfg, total_env_steps=total_env_steps, desc=desc, file=file, disable=disable)
 
 
-__all__ = ["ProgressBar", "progress_bar"]
+__all__ = ["BarLogHandler", "ProgressBar", "progress_bar"]

@@ -16,6 +16,8 @@ from easydict import EasyDict
 from rlpipe.config import to_plain
 from rlpipe.engine import Role
 from rlpipe.engine import parallel
+from rlpipe.middleware.exchange import EVALUATOR_EXITS
+from rlpipe.middleware.progress import BarLogHandler
 
 log = logging.getLogger("rlpipe")
 COLLECTOR_SEED_STEP = 7_919  # collector i acts with seed + (i + 1) * step (+ a restart term)
@@ -60,13 +62,24 @@ def role_main(name: str, plain_cfg: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     cfg.seed = role_seed(cfg.seed, link)
     if not learner:
         cfg.run_dir, cfg.resume_from, cfg.progress = None, None, False
+        # the learner prints and logs the run (the evaluator's results with it); a child of a
+        # local run inherits the console and log.txt handlers, so only its warnings go there
+        logging.getLogger("rlpipe").setLevel(logging.WARNING)
     if learner and cfg.run_dir:
         os.makedirs(cfg.run_dir, exist_ok=True)
     handler = attach_log_file(cfg.run_dir) if learner and cfg.run_dir else None
+    console = None
+    if learner and not _has_console(logging.getLogger("rlpipe")):
+        # a Ray actor: its stderr is shown by the driver, so the learner's eval lines are too
+        console = BarLogHandler()
+        console.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        logging.getLogger("rlpipe").addHandler(console)
     try:
         if link.attempt:
             log.warning("%s restarted (attempt %d)", link.name, link.attempt)
         result = get_entry(name).main(cfg)
+        if link.role is Role.EVALUATOR:  # a learner waiting for a final evaluation stops waiting
+            link.add({EVALUATOR_EXITS: 1})
         if learner:
             state = link.state()
             result["collectors"] = link.collectors
@@ -75,10 +88,24 @@ def role_main(name: str, plain_cfg: Dict[str, Any]) -> Optional[Dict[str, Any]]:
                 log.warning("collector restarts in this run: %d (%s)", state["restarts"],
                             ", ".join(f"{k}: {v}" for k, v in sorted(state["restarted"].items())))
     finally:
-        if handler is not None:
-            logging.getLogger("rlpipe").removeHandler(handler)
-            handler.close()
+        for added in (handler, console):
+            if added is not None:
+                logging.getLogger("rlpipe").removeHandler(added)
+                added.close()
     return result if learner else None
+
+
+def _has_console(logger: logging.Logger) -> bool:
+    """Whether a record of `logger` reaches a console handler (not a file) of this process."""
+    current: Optional[logging.Logger] = logger
+    while current is not None:
+        if any(isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)
+               for h in current.handlers):
+            return True
+        if not current.propagate:
+            return False
+        current = current.parent
+    return False
 
 
 def _backend_options(par: Any) -> Dict[str, Any]:

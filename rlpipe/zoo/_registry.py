@@ -103,12 +103,21 @@ def get_entry(name: str, stop_value: Optional[float] = None, imports: Iterable[s
 
 
 class Interrupted(Exception):
-    """The run was stopped by SIGINT/SIGTERM after finishing its iteration and checkpointing."""
+    """The run was stopped by SIGINT/SIGTERM after finishing its iteration and checkpointing.
 
-    def __init__(self, signum: int) -> None:
-        super().__init__(f"stopped by {signal.Signals(signum).name}; the run folder holds a "
-                         f"final checkpoint: continue with `rlpipe train --resume RUN_DIR`")
+    `run_dir`: the run's folder (named in the message); `summary`: what the run returned (its
+    final evaluation included) when it got that far, else None."""
+
+    def __init__(self, signum: int, run_dir: Optional[str] = None,
+                 summary: Optional[Dict[str, Any]] = None) -> None:
+        folder = run_dir if run_dir else "RUN_DIR"
+        super().__init__(f"stopped by {signal.Signals(signum).name}; the run folder {folder} "
+                         f"holds a final checkpoint: continue with "
+                         f"`rlpipe train --resume {folder}`")
         self.signum = signum
+        self.signal_name = signal.Signals(signum).name
+        self.run_dir = run_dir
+        self.summary = summary
         self.exit_code = 128 + signum  # 130 for SIGINT, 143 for SIGTERM
 
 
@@ -153,16 +162,20 @@ def _run(entry: Entry, cfg: Any, ray_address: Optional[str] = None,
     os.makedirs(cfg.run_dir, exist_ok=True)
     write_config(cfg.run_dir, entry.name, cfg)
     handler = attach_log_file(cfg.run_dir)
+    logging.getLogger("rlpipe").info("%s: run folder %s", entry.name, cfg.run_dir)
+    result: Optional[Dict[str, Any]] = None
     failed, keep = False, True
     try:
         with _graceful_stop():
             if cfg.get("parallel", {}).get("collectors", 0) > 0:
                 from ._parallel import run_distributed
 
-                return run_distributed(entry.name, cfg, ray_address)
-            return entry.main(cfg)
-    except Interrupted:
-        raise
+                result = run_distributed(entry.name, cfg, ray_address)
+            else:
+                result = entry.main(cfg)
+        return result
+    except Interrupted as stop:  # the run ended cleanly: its folder and summary go with it
+        raise Interrupted(stop.signum, cfg.run_dir, result) from None
     except Exception as exc:
         failed = True
         keep = not fresh or started(cfg.run_dir)
@@ -170,8 +183,9 @@ def _run(entry: Entry, cfg: Any, ray_address: Optional[str] = None,
             logging.getLogger("rlpipe").error("the run failed: %s: %s", type(exc).__name__, exc)
         raise
     finally:
-        logging.getLogger("rlpipe").removeHandler(handler)
-        handler.close()
+        if handler is not None:
+            logging.getLogger("rlpipe").removeHandler(handler)
+            handler.close()
         if failed and not keep:
             discard_unstarted(cfg.run_dir, created)
 

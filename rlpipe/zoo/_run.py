@@ -46,11 +46,20 @@ def read_config(run_dir: str) -> tuple[str, dict]:
     return RunDir(run_dir).read_config()
 
 
-def attach_log_file(run_dir: str) -> logging.Handler:
-    """Send rlpipe's log records to the run's log.txt (and INFO to the console once)."""
-    handler = logging.FileHandler(RunDir(run_dir).log)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+def attach_log_file(run_dir: str) -> Optional[logging.Handler]:
+    """Send rlpipe's log records to the run's log.txt (and INFO to the console once).
+
+    Returns the handler to remove at the end of the run, or None when this process already
+    writes that file (the learner of a local distributed run runs inside the `rlpipe train`
+    process, which attached it first): a second handler would write every line twice."""
+    path = pathlib.Path(RunDir(run_dir).log).resolve()
     root = logging.getLogger("rlpipe")
+    for existing in root.handlers:
+        if isinstance(existing, logging.FileHandler) and \
+                pathlib.Path(existing.baseFilename).resolve() == path:
+            return None
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root.addHandler(handler)
     if root.level == logging.NOTSET or root.level > logging.INFO:
         root.setLevel(logging.INFO)

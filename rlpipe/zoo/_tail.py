@@ -1,17 +1,25 @@
 """The end of every zoo pipeline: when to stop, what to record, and the run's summary."""
 from __future__ import annotations
 
+import math
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from rlpipe.middleware import CkptSaver, online_logger, progress_bar, termination_checker
+from rlpipe.middleware.evaluator import final_evaluation
+
+JSON_KEYS = ("eval_value", "best_eval_value", "final_eval_iter", "solved", "env_step",
+             "train_iter", "wall_time", "run_dir")
+"""The keys of the summary's JSON line (`rlpipe train` prints it last on stdout)."""
 
 
 def use_run_tail(task: Any, cfg: Any, policy: Any, run_state: Any) -> None:
-    """termination_checker, then (with a run folder) logger and checkpoints, then the bar."""
+    """termination_checker, the final evaluation, then (with a run folder) logger and
+    checkpoints, then the bar: the logger, best.pt and the bar see the final evaluation."""
     task.use(termination_checker(max_env_step=cfg.max_env_step,
                                  max_train_iter=cfg.max_train_iter,
                                  max_wall_time=cfg.max_wall_time))
+    task.use(final_evaluation())
     if cfg.run_dir:
         task.use(online_logger(cfg, tensorboard=cfg.logger.tensorboard))
         task.use(CkptSaver(cfg, policy, train_freq=cfg.ckpt.train_freq, resume_state=run_state))
@@ -19,8 +27,63 @@ def use_run_tail(task: Any, cfg: Any, policy: Any, run_state: Any) -> None:
         task.use(progress_bar(cfg, total_env_steps=cfg.max_env_step))
 
 
+def _finite(value: Any) -> Optional[float]:
+    return float(value) if value is not None and math.isfinite(value) else None
+
+
 def summary(cfg: Any, ctx: Any, best: List[float], start: float, profile: Any) -> Dict[str, Any]:
-    """What `train()` returns: last and best evaluation, counters, wall time, profile."""
-    return dict(eval_value=ctx.last_eval_value, best_eval_value=max(best, default=float("-inf")),
-                env_step=ctx.env_step, train_iter=ctx.train_iter,
+    """What `train()` returns: the final evaluation (of the weights the run ended with) and the
+    best one (None when none ran), whether the best reached `env.stop_value`, counters, wall
+    time, the run folder, the budget and the per-middleware profile."""
+    best_value = _finite(max(best, default=float("-inf")))
+    stop_value = cfg.get("env", {}).get("stop_value")
+    return dict(eval_value=_finite(ctx.last_eval_value), best_eval_value=best_value,
+                final_eval_iter=int(ctx.last_eval_iter),
+                solved=bool(stop_value is not None and best_value is not None
+                            and best_value >= float(stop_value)),
+                stop_value=stop_value, env_step=ctx.env_step, train_iter=ctx.train_iter,
+                max_env_step=cfg.get("max_env_step"), max_train_iter=cfg.get("max_train_iter"),
+                max_wall_time=cfg.get("max_wall_time"),
                 wall_time=time.perf_counter() - start, run_dir=cfg.run_dir, profile=profile)
+
+
+def json_summary(result: Dict[str, Any]) -> Dict[str, Any]:
+    """The JSON line's fields of a summary: non-finite numbers become None (strict JSON)."""
+    out: Dict[str, Any] = {}
+    for key in JSON_KEYS:
+        value = result.get(key)
+        if isinstance(value, float) and not math.isfinite(value):
+            value = None
+        out[key] = value
+    return out
+
+
+def _ret(value: Optional[float]) -> str:
+    return "none" if value is None else f"{value:.2f}"
+
+
+def format_summary(result: Dict[str, Any], stopped_by: Optional[str] = None) -> str:
+    """The few lines a person reads at the end of `rlpipe train`: why the run ended, final and
+    best return, wall time, the per-middleware profile and the `rlpipe eval` command."""
+    if stopped_by:
+        why = f"stopped by {stopped_by}"
+    elif result.get("solved"):
+        why = f"solved: best eval return reached stop_value {result.get('stop_value')}"
+    else:
+        limits = [f"{name}={result[name]}" for name in ("max_env_step", "max_train_iter",
+                                                       "max_wall_time")
+                  if result.get(name) is not None]
+        why = "budget reached" + (f" ({', '.join(limits)})" if limits else "")
+    lines = [f"run ended: {why}",
+             f"env steps {result.get('env_step')}, train iterations {result.get('train_iter')}, "
+             f"wall time {result.get('wall_time', 0.0):.1f} s",
+             f"final eval return {_ret(_finite(result.get('eval_value')))} "
+             f"(at train_iter {result.get('final_eval_iter')}), "
+             f"best {_ret(_finite(result.get('best_eval_value')))}"]
+    profile = result.get("profile")
+    if profile is not None:
+        lines += ["profile:", *("  " + row for row in str(profile).splitlines())]
+    if result.get("run_dir"):
+        lines += [f"run folder: {result['run_dir']}",
+                  f"evaluate it: rlpipe eval {result['run_dir']}"]
+    return "\n".join(lines)

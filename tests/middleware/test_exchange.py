@@ -3,6 +3,8 @@
 Each side runs in its own Task, one after another (a collector's iterations, then the learner's),
 with the hub of `parallel.local_links` between them: no Ray, no threads.
 """
+import time
+
 import numpy as np
 import pytest
 import torch
@@ -219,3 +221,84 @@ def test_exchange_is_exported():
     import rlpipe.middleware as mw
 
     assert "Exchange" in mw.__all__ and mw.Exchange is Exchange
+
+
+def test_the_learner_waits_for_the_evaluator_process_to_evaluate_its_final_weights(run, caplog):
+    import threading
+
+    from rlpipe.middleware.evaluator import final_evaluation
+
+    learner, _, evaluator = run
+    cfg = make_cfg()
+    trained, _ = make_policy(cfg, 0)
+    learner_exchange = Exchange(cfg, trained, learner)
+    answered = {}
+
+    def evaluator_process():  # one evaluator iteration, as its process runs it
+        policy, _ = make_policy(cfg, 9)
+        exchange = Exchange(cfg, policy, evaluator)
+        ctx = OnlineRLContext()
+        exchange.receive(ctx)  # waits for the final weights
+        ctx.eval_value, ctx.eval_output = 7.0, {"returns": [7.0]}
+        ctx.last_eval_iter = ctx.train_iter
+        exchange.send(ctx)
+        answered.update(final=exchange.receive.s.final, train_iter=ctx.train_iter)
+
+    thread = threading.Thread(target=evaluator_process)
+    thread.start()
+
+    def trained_to_20(ctx):
+        ctx.train_iter, ctx.env_step, ctx.last_eval_iter = 20, 640, 0
+
+    t = Task()
+    with caplog.at_level("INFO", logger="rlpipe"), t.start(ctx=OnlineRLContext()):
+        learner_exchange.receive.attach(t)  # as task.use() does; its call would wait for data
+        t.use(trained_to_20)
+        t.use(final_evaluation())
+        t.run(max_step=1)
+        ctx = t.ctx
+    thread.join(timeout=30)
+    assert answered == {"final": True, "train_iter": 20}
+    assert (ctx.last_eval_iter, ctx.eval_value, ctx.last_eval_value) == (20, 7.0, 7.0)
+    assert ("final eval at train_iter 20, env_step 640: mean return 7.00 (std 0.00, 1 episodes, "
+            "evaluator process)") in caplog.text
+
+
+def test_a_publication_after_the_final_one_stays_marked_final(run):
+    # async mode: the learner's own publish may run after the final one in the last iteration
+    learner, _, evaluator = run
+    cfg = make_cfg()
+    policy, _ = make_policy(cfg, 0)
+    exchange = Exchange(cfg, policy, learner)
+    ctx = OnlineRLContext()
+    ctx.train_iter = 8
+    exchange.send.publish(ctx)
+    assert evaluator.poll(WEIGHTS).info["final"] is False
+    exchange.send.publish(ctx, final=True)
+    exchange.send.publish(ctx)
+    update = evaluator.poll(WEIGHTS)
+    assert update.version == 3 and update.info["final"] is True
+
+
+def test_the_learner_stops_waiting_when_the_evaluator_process_has_ended(run, caplog):
+    from rlpipe.middleware.exchange import EVALUATOR_EXITS
+    from rlpipe.middleware.evaluator import final_evaluation
+
+    learner, _, evaluator = run
+    cfg = make_cfg()
+    trained, _ = make_policy(cfg, 0)
+    learner_exchange = Exchange(cfg, trained, learner)
+    evaluator.add({EVALUATOR_EXITS: 1})  # e.g. it stopped at its stop_value: no answer comes
+
+    def trained_to_20(ctx):
+        ctx.train_iter, ctx.last_eval_iter = 20, 0
+
+    t = Task()
+    with caplog.at_level("WARNING", logger="rlpipe"), t.start(ctx=OnlineRLContext()):
+        learner_exchange.receive.attach(t)
+        t.use(trained_to_20)
+        t.use(final_evaluation())
+        started = time.monotonic()
+        t.run(max_step=1)
+        assert t.ctx.last_eval_iter == 0 and time.monotonic() - started < 5
+    assert "ended without evaluating the final weights (train_iter 20)" in caplog.text

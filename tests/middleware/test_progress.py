@@ -88,3 +88,40 @@ def test_through_a_task():
         task.use(bar)
         task.run(max_step=3)
     assert "30/30" in out.getvalue() and bar._closed
+
+
+def test_log_lines_go_above_a_live_bar_not_onto_it():
+    import logging
+
+    from rlpipe.middleware.progress import BarLogHandler
+
+    out = io.StringIO()
+    bar = progress_bar(total_env_steps=100, desc="cartpole", file=out, disable=False)
+    bar._bar.update(10)
+    bar._bar.refresh()
+    handler = BarLogHandler(out)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+    log = logging.getLogger("rlpipe.test.bar")
+    log.addHandler(handler)
+    log.propagate = False
+    try:
+        log.warning("a line of its own")
+    finally:
+        log.removeHandler(handler)
+        log.propagate = True
+    bar.close()
+    lines = out.getvalue().replace("\r", "\n").splitlines()
+    assert "WARNING a line of its own" in lines  # a whole line, not appended to the bar's
+    after = out.getvalue().split("a line of its own", 1)[1]
+    assert "cartpole" in after  # the bar is drawn again below it
+
+
+def test_bar_log_handler_without_a_bar_prints_like_a_stream_handler(capsys):
+    import logging
+
+    from rlpipe.middleware.progress import BarLogHandler
+
+    handler = BarLogHandler()  # the stderr of the moment
+    record = logging.LogRecord("rlpipe", logging.INFO, __file__, 1, "plain %s", ("line",), None)
+    handler.emit(record)
+    assert capsys.readouterr().err == "plain line\n"

@@ -31,7 +31,7 @@ def test_async_run_collects_and_evaluates_in_child_processes_and_resumes(tmp_pat
     assert parallel == {**parallel, "collectors": 1, "evaluator": True, "backend": "local"}
     log = open(os.path.join(run_dir, "log.txt")).read()
     assert "distributed run: 1 learner, 1 collectors, 1 evaluator" in log
-    assert "evaluator: mean return" in log  # the evaluations came from the evaluator process
+    assert "episodes, evaluator process)" in log  # the evaluations came from the evaluator process
     final = load_checkpoint(run_dir, which="final")
     assert final["meta"]["env_step"] == result["env_step"]
     assert load_checkpoint(run_dir, which="best")["meta"]["eval_value"] == result["best_eval_value"]

@@ -11,7 +11,7 @@ from rlpipe.zoo._graph import AFTER, PREVIOUS, SAME, Edge, entry_graph, graph_of
 
 DQN_CHAIN = ["interaction_evaluator._evaluator", "eps_greedy_handler._eps_greedy",
              "StepCollector", "data_pusher._data_pusher", "OffPolicyLearner",
-             "termination_checker._terminate", "OnlineLogger", "CkptSaver", "ProgressBar"]
+             "termination_checker._terminate", "FinalEvaluation", "OnlineLogger", "CkptSaver", "ProgressBar"]
 
 
 def _c(**kw):
@@ -73,7 +73,7 @@ def test_the_graph_matches_what_train_runs(tmp_path):
 def test_cli_prints_the_graph(capsys):
     assert main(["graph", "cartpole-dqn"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("cartpole-dqn (off-policy pipeline, 9 middleware)")
+    assert out.startswith("cartpole-dqn (off-policy pipeline, 10 middleware)")
     assert "[3] data_pusher._data_pusher" in out and "trajectories <- [2]" in out
     assert "events:      emits eval_end; may finish the run" in out
     assert "[2] StepCollector  (role: collector)" in out

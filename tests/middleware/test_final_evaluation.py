@@ -1,0 +1,73 @@
+"""final_evaluation(): the weights a run ends with are evaluated once, by the evaluator of this
+process, in the finishing iteration (or at the finish event when the finish came later)."""
+from easydict import EasyDict
+
+from rlpipe.contexts import OnlineRLContext
+from rlpipe.engine import Task
+from rlpipe.middleware import interaction_evaluator
+from rlpipe.middleware.evaluator import final_evaluation
+
+from .fakes import FakeEnvManager
+from .test_collect_learn import _GreedyEval
+
+
+def cfg(eval_freq=1000):
+    return EasyDict(policy=dict(eval=dict(evaluator=dict(eval_freq=eval_freq, n_episode=2))),
+                    env=dict(stop_value=None))
+
+
+def train(ctx):
+    ctx.train_iter += 4
+
+
+def _run(chain, max_step):
+    t = Task()
+    evaluated = []
+    with t.start(ctx=OnlineRLContext()):
+        t.on("eval_end", lambda c: evaluated.append(c.train_iter))
+        for mw in chain:
+            t.use(mw)
+        t.run(max_step=max_step)
+        ctx = t.ctx
+    return ctx, evaluated
+
+
+def test_the_final_weights_are_evaluated_in_the_finishing_iteration():
+    seen = []
+    ctx, evaluated = _run([interaction_evaluator(cfg(), _GreedyEval(), FakeEnvManager()), train,
+                           final_evaluation(),
+                           lambda c: seen.append((c.train_iter, c.eval_value))], max_step=3)
+    # the first iteration's evaluation (train_iter 0), and at the finish train_iter 8 (the
+    # evaluator ran at its start, finish already set) and 12, the weights the run ends with
+    assert evaluated == [0, 8, 12]
+    assert ctx.last_eval_iter == ctx.train_iter == 12
+    assert seen[-1] == (12, 5.0)  # later middleware (logger, checkpoints) see it
+
+
+def test_no_second_evaluation_of_the_same_weights():
+    def no_training(ctx):
+        pass
+
+    _, evaluated = _run([interaction_evaluator(cfg(), _GreedyEval(), FakeEnvManager()),
+                         no_training, final_evaluation()], max_step=2)
+    assert evaluated == [0]
+
+
+def test_a_finish_set_after_it_is_caught_at_the_finish_event():
+    t_finish = []
+
+    def late_finish(ctx):  # e.g. a signal arriving after final_evaluation ran
+        if ctx.train_iter >= 8:
+            from rlpipe.engine import current_task
+            current_task().finish = True
+            t_finish.append(ctx.train_iter)
+
+    ctx, evaluated = _run([interaction_evaluator(cfg(), _GreedyEval(), FakeEnvManager()), train,
+                           final_evaluation(), late_finish], max_step=None)
+    assert t_finish == [8] and evaluated == [0, 8]
+    assert ctx.last_eval_iter == 8 and ctx.eval_value == 5.0
+
+
+def test_without_an_evaluator_nothing_is_asked():
+    ctx, evaluated = _run([train, final_evaluation()], max_step=2)
+    assert evaluated == [] and ctx.last_eval_iter == -1
