@@ -15,7 +15,7 @@ from rlpipe.middleware import (StepCollector, gae_estimator, interaction_evaluat
 from ._offpolicy import Pipeline, make_envs
 from ._resume import RunState, resumed_context
 from ._run import limit_torch_threads, seed_everything
-from ._tail import summary, use_run_tail
+from ._tail import previous_best, summary, use_run_tail
 
 RUN_DEFAULTS: Dict[str, Any] = dict(
     seed=0,
@@ -93,7 +93,7 @@ def run_onpolicy(cfg: Any, policy_cls: Any) -> Dict[str, Any]:
     limit_torch_threads()
     pipeline = build_onpolicy(cfg, policy_cls)
     start = time.perf_counter()
-    best = []
+    best = previous_best(cfg)  # a resumed run's best so far
     try:
         with task.start(async_mode=cfg.async_mode, ctx=pipeline.ctx):
             task.on("eval_end", lambda ctx: best.append(ctx.eval_value))

@@ -1,12 +1,14 @@
 """The end of every zoo pipeline: when to stop, what to record, and the run's summary."""
 from __future__ import annotations
 
+import json
 import math
 import time
 from typing import Any, Dict, List, Optional
 
 from rlpipe.middleware import CkptSaver, online_logger, progress_bar, termination_checker
 from rlpipe.middleware.evaluator import final_evaluation
+from rlpipe.runs import RunDir
 
 JSON_KEYS = ("eval_value", "best_eval_value", "final_eval_iter", "solved", "env_step",
              "train_iter", "wall_time", "run_dir")
@@ -25,6 +27,19 @@ def use_run_tail(task: Any, cfg: Any, policy: Any, run_state: Any) -> None:
         task.use(CkptSaver(cfg, policy, train_freq=cfg.ckpt.train_freq, resume_state=run_state))
     if cfg.progress:
         task.use(progress_bar(cfg, total_env_steps=cfg.max_env_step))
+
+
+def previous_best(cfg: Any) -> List[float]:
+    """The best evaluation of the sessions before a resume (ckpt/latest.json's best_value), so
+    the summary's best covers the whole run, as best.pt does; [] for a new run."""
+    if not (cfg.get("resume_from") and cfg.get("run_dir")):
+        return []
+    try:
+        record = json.loads(RunDir(cfg.run_dir).latest.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # no or unreadable latest.json: this session's evaluations only
+        return []
+    best = record.get("best_value") if isinstance(record, dict) else None
+    return [float(best)] if isinstance(best, (int, float)) and math.isfinite(best) else []
 
 
 def _finite(value: Any) -> Optional[float]:

@@ -105,6 +105,20 @@ def test_final_weights_are_evaluated_and_summarised(tmp_path):
     assert "run ended" not in done.stdout  # stdout: only the JSON line
 
 
+def test_a_resumed_runs_best_covers_the_sessions_before(tmp_path):
+    run_dir = tmp_path / "run"
+    first = _cli("train", "cartpole-dqn", "--max-env-steps", "1000", "--no-progress",
+                 "--run-dir", str(run_dir), "--set", "ckpt.train_freq=16")
+    assert first.returncode == 0, first.stderr
+    before = _strict_json(first.stdout.strip().splitlines()[-1])["best_eval_value"]
+    again = _cli("train", "--resume", str(run_dir), "--max-env-steps", "1300", "--no-progress")
+    assert again.returncode == 0, again.stderr
+    summary = _strict_json(again.stdout.strip().splitlines()[-1])
+    assert summary["best_eval_value"] >= before
+    assert summary["best_eval_value"] == load_checkpoint(str(run_dir), which="best")["meta"][
+        "eval_value"]
+
+
 @pytest.mark.slow  # 8-16 s on two busy cores
 def test_local_backend_run_reports_the_evaluator_processes_final_evaluation(tmp_path):
     run_dir = tmp_path / "run"
