@@ -25,7 +25,7 @@ from ._atomic import (PathLike, atomic_write, atomic_write_bytes, atomic_write_j
 from ._layout import (BEST_CHECKPOINT, BUFFER_FILE, CKPT_DIR, CONFIG_FILE, ENVS_FILE,
                       FINAL_CHECKPOINT, ITER_CHECKPOINT_RE, LATEST_FILE, LOG_FILE,
                       MANIFEST_FORMAT, MANIFEST_SUFFIX, METRICS_FILE, TB_DIR, RunDir,
-                      iter_checkpoint)
+                      checkpoint_files_in, iter_checkpoint)
 from ._signing import KEY_ENV, key_file, signing_key
 from ._verified import CheckpointError, Verified
 
@@ -37,5 +37,6 @@ __all__ = ["BEST_CHECKPOINT", "BUFFER_FILE", "CHECKPOINT_EVENT", "CKPT_DIR", "CO
            "CheckpointError", "ENVS_FILE", "FINAL_CHECKPOINT", "ITER_CHECKPOINT_RE", "KEY_ENV",
            "LATEST_FILE", "LOG_FILE", "MANIFEST_FORMAT", "MANIFEST_SUFFIX", "METRICS_FILE",
            "PathLike", "RunDir", "TB_DIR", "Verified", "atomic_write", "atomic_write_bytes",
-           "atomic_write_json", "atomic_write_text", "fsync_dir", "is_temp_file",
+           "atomic_write_json", "atomic_write_text", "checkpoint_files_in", "fsync_dir",
+           "is_temp_file",
            "iter_checkpoint", "key_file", "sha256_file", "signing_key"]

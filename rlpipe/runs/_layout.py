@@ -35,6 +35,17 @@ BUFFER_FILE = "buffer.npz"
 MANIFEST_FORMAT = "rlpipe-manifest-1"
 
 
+def checkpoint_files_in(folder: PathLike, best: bool = True) -> List[Path]:
+    """The checkpoint files in checkpoint folder `folder` (no temporary files), by name;
+    without best.pt when not `best` (the end-of-iteration ones, which carry resume state)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob(f"*{CHECKPOINT_SUFFIX}")
+                  if p.is_file() and not is_temp_file(p.name)
+                  and (best or p.name != BEST_CHECKPOINT))
+
+
 def iter_checkpoint(train_iter: int) -> str:
     """The name of the periodic checkpoint at `train_iter` (`iter_<n>.pt`)."""
     return f"iter_{int(train_iter)}{CHECKPOINT_SUFFIX}"
@@ -73,11 +84,7 @@ class RunDir:
     def checkpoint_files(self, best: bool = True) -> List[Path]:
         """The checkpoint files in `ckpt/` (no temporary files), by name; without best.pt when
         not `best` (the end-of-iteration ones, which carry resume state)."""
-        if not self.ckpt.is_dir():
-            return []
-        return sorted(p for p in self.ckpt.glob(f"*{CHECKPOINT_SUFFIX}")
-                      if p.is_file() and not is_temp_file(p.name)
-                      and (best or p.name != BEST_CHECKPOINT))
+        return checkpoint_files_in(self.ckpt, best)
 
     def state_dirs(self) -> List[Path]:
         """The state folders in `ckpt/` (`state_<total_step>`), oldest (smallest step) first."""
