@@ -153,3 +153,40 @@ def test_parallel_keeps_its_public_names(name: str) -> None:
     from rlpipe.engine import parallel
 
     assert name in parallel.__all__ and getattr(parallel, name) is not None
+
+
+RUN_FOLDER_NAMES = {"config.json", "metrics.jsonl", "log.txt", "tb", "ckpt", "latest.json",
+                    "best.pt", "final.pt", ".pt", "*.pt", "envs.pkl", "buffer.npz",
+                    ".manifest.json", "events.out.tfevents.*"}
+
+
+def run_folder_literals(root: Path) -> List[str]:
+    """`file:line 'name'` for every string constant outside `rlpipe/runs/` that is a name of
+    the run folder's layout (messages, with spaces, do not count: they only mention it)."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if "runs" in path.relative_to(root).parts[:1]:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        found += [f"{path.relative_to(root.parent)}:{node.lineno} {node.value!r}"
+                  for node in ast.walk(tree)
+                  if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                  and node.value in RUN_FOLDER_NAMES]
+    return found
+
+
+def test_only_rlpipe_runs_spells_the_run_folder_layout() -> None:
+    found = run_folder_literals(PACKAGE)
+    assert not found, ("the run folder's layout is rlpipe.runs' to know: ask a RunDir (or "
+                       "rlpipe.runs' names) for these paths instead: " + "; ".join(found))
+
+
+def test_the_layout_guard_sees_a_spelled_name(tmp_path: Path) -> None:
+    pkg = tmp_path / "rlpipe"
+    (pkg / "runs").mkdir(parents=True)
+    (pkg / "runs" / "_layout.py").write_text('CONFIG = "config.json"\n')
+    (pkg / "guard.py").write_text('import pathlib\n\n\ndef f(d):\n'
+                                  '    print("no config.json in it")\n'
+                                  '    return pathlib.Path(d) / "ckpt" / "best.pt"\n')
+    assert sorted(run_folder_literals(pkg)) == ["rlpipe/guard.py:6 'best.pt'",
+                                                "rlpipe/guard.py:6 'ckpt'"]
