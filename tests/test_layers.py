@@ -126,6 +126,61 @@ def test_no_module_above_400_lines() -> None:
                       f"small private modules): {long}")
 
 
+#: DESIGN.md's layers, lowest first; a module imports only from its own layer or lower ones.
+LAYER_OF = {"contexts": 0, "engine": 1, "data": 2, "envs": 2, "models": 3, "policies": 3,
+            "middleware": 4, "zoo": 5, "cli": 6, "cli_errors": 6}
+#: Root helpers any layer may use; they import none of middleware, zoo or cli.
+HELPERS = {"config", "config_checks", "runs"}
+
+
+def _part(module: str) -> str:
+    """The layer or helper a module belongs to (`rlpipe.zoo._train` -> "zoo")."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def upward_imports(graph: Dict[str, Set[str]]) -> List[str]:
+    """`a -> b` for every import that runs up the layers. The package root (`rlpipe`), which
+    hands on every layer's face, may import anything and only the top layer may import it."""
+    wrong = []
+    for module, targets in sorted(graph.items()):
+        source = _part(module)
+        if not source:
+            continue
+        for target in sorted(targets):
+            to = _part(target)
+            if source in HELPERS:
+                bad = to in ("middleware", "zoo", "cli", "cli_errors") or not to
+            elif to in HELPERS:
+                bad = False
+            elif not to:  # the package root imports every layer: only the top one may use it
+                bad = LAYER_OF.get(source) != max(LAYER_OF.values())
+            else:
+                bad = to not in LAYER_OF or source not in LAYER_OF or LAYER_OF[to] > LAYER_OF[source]
+            if bad:
+                wrong.append(f"{module} -> {target}")
+    return wrong
+
+
+def test_imports_run_down_the_layers() -> None:
+    graph = import_graph(PACKAGE)
+    unknown = sorted({_part(m) for m in graph} - set(LAYER_OF) - HELPERS - {""})
+    assert not unknown, (f"packages or root modules with no layer in tests/test_layers.py: "
+                         f"{unknown}; add each to LAYER_OF (or HELPERS) as DESIGN.md places it")
+    wrong = upward_imports(graph)
+    assert not wrong, ("imports that run up the layers (contexts < engine < data, envs < models, "
+                       "policies < middleware < zoo < cli; move the shared part down): "
+                       + "; ".join(wrong))
+
+
+def test_an_upward_import_is_seen() -> None:
+    graph = {"rlpipe.engine._x": {"rlpipe.middleware.ckpt"}, "rlpipe.runs": {"rlpipe.zoo"},
+             "rlpipe.zoo._y": {"rlpipe.runs", "rlpipe.engine", "rlpipe"},
+             "rlpipe": {"rlpipe.cli"}, "rlpipe.cli": {"rlpipe"}}
+    assert upward_imports(graph) == ["rlpipe.engine._x -> rlpipe.middleware.ckpt",
+                                     "rlpipe.runs -> rlpipe.zoo", "rlpipe.zoo._y -> rlpipe"]
+
+
 def test_the_circle_finder_sees_lazy_and_relative_imports(tmp_path: Path) -> None:
     """The checks above could pass by seeing nothing: a made-up package with a circle through a
     function-level relative import, and one through a package's __init__, must be caught."""
