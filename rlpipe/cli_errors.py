@@ -5,7 +5,6 @@ or env (exit 1) naming what failed and the checkpoint to resume from. `--debug` 
 """
 from __future__ import annotations
 
-import json
 import os
 import traceback
 import warnings
@@ -55,11 +54,8 @@ def _latest_record(run_dir: Optional[str]) -> Optional[Tuple[Path, dict]]:
     if not run_dir:
         return None
     run = RunDir(run_dir)
-    try:
-        record = json.loads(run.latest.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    name = record.get("file") if isinstance(record, dict) else None
+    record = run.read_latest()
+    name = record.get("file") if record is not None else None
     if not isinstance(name, str) or not run.checkpoint(name).is_file():
         return None
     return run.checkpoint(name), record

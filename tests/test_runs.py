@@ -37,6 +37,9 @@ def test_checkpoint_names_and_listings(tmp_path):
         (run.ckpt / name).write_bytes(b"")
     for name in ("state_100", "state_20", "state_x"):
         (run.ckpt / name).mkdir()
+    assert run.read_latest() is None  # empty: not JSON
+    run.latest.write_text('{"file": "iter_3.pt", "train_iter": 3}')
+    assert run.read_latest() == {"file": "iter_3.pt", "train_iter": 3}
     assert [p.name for p in run.checkpoint_files()] == ["best.pt", "iter_3.pt"]
     assert [p.name for p in run.checkpoint_files(best=False)] == ["iter_3.pt"]
     assert [p.name for p in run.state_dirs()] == ["state_20", "state_100"]  # by step, not name

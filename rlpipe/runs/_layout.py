@@ -81,6 +81,15 @@ class RunDir:
     outputs = property(lambda self: (self.metrics, self.tb, self.ckpt),
                        doc="what a run writes besides config.json and log.txt")
 
+    def read_latest(self) -> Optional[Dict[str, Any]]:
+        """The record of ckpt/latest.json (`file`, `train_iter`, `env_step`, `best_value`, ...);
+        None when it is missing, unreadable or not a JSON object."""
+        try:
+            record = json.loads(self.latest.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            return None
+        return record if isinstance(record, dict) else None
+
     def checkpoint_files(self, best: bool = True) -> List[Path]:
         """The checkpoint files in `ckpt/` (no temporary files), by name; without best.pt when
         not `best` (the end-of-iteration ones, which carry resume state)."""
