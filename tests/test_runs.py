@@ -29,7 +29,6 @@ def test_checkpoint_names_and_listings(tmp_path):
     run = RunDir(tmp_path)
     assert run.best.name == "best.pt" and run.final.name == "final.pt"
     assert runs.iter_checkpoint(12) == "iter_12.pt" and RunDir.state_name(1024) == "state_1024"
-    assert RunDir.of_ckpt_folder(tmp_path / "ckpt").root == tmp_path
     assert run.outputs == (tmp_path / "metrics.jsonl", tmp_path / "tb", tmp_path / "ckpt")
     assert run.checkpoint_files() == [] and run.state_dirs() == [] and run.tb_event_files() == []
     run.ckpt.mkdir()

@@ -65,11 +65,6 @@ class RunDir:
         """The run folder holding checkpoint `file` (`<run>/ckpt/<name>.pt`)."""
         return cls(Path(file).parent.parent)
 
-    @classmethod
-    def of_ckpt_folder(cls, folder: PathLike) -> "RunDir":
-        """The run folder whose checkpoint folder is `folder` (`<run>/ckpt`)."""
-        return cls(Path(folder).parent)
-
     config = property(lambda self: self.root / CONFIG_FILE, doc="config.json")
     metrics = property(lambda self: self.root / METRICS_FILE, doc="metrics.jsonl")
     log = property(lambda self: self.root / LOG_FILE, doc="log.txt")
