@@ -5,14 +5,15 @@ or env (exit 1) naming what failed and the checkpoint to resume from. `--debug` 
 """
 from __future__ import annotations
 
-import json
 import os
 import traceback
+import warnings
 from pathlib import Path
 from typing import Optional, Tuple
 
 from rlpipe.envs import EnvFailureError
-from rlpipe.middleware.ckpt import CKPT_DIR, LATEST_FILE
+from rlpipe.middleware import load_checkpoint
+from rlpipe.runs import BEST_CHECKPOINT, CheckpointError, RunDir
 from rlpipe.zoo._folder_errors import RunDirError
 
 __all__ = ["RUN_FAILED", "USAGE_ERROR", "debug_requested", "explain", "format_traceback",
@@ -30,40 +31,59 @@ def debug_requested(flag: bool) -> bool:
 
 
 def last_checkpoint(run_dir: Optional[str]) -> Optional[Tuple[Path, dict]]:
-    """(path, latest.json's record) of the newest checkpoint of `run_dir`, or None when the
-    run has no folder, no checkpoint yet, or an unreadable latest.json."""
+    """(path, record) of the checkpoint that `rlpipe train --resume RUN_DIR` would continue
+    from, chosen as resume chooses it (`load_checkpoint(run_dir, which="resumable")`: the newest
+    end-of-iteration checkpoint that verifies, with its resume state); `record` holds its
+    `train_iter` and `env_step`. None when the run has no folder or no such checkpoint."""
+    if not run_dir or not RunDir(run_dir).ckpt.is_dir():
+        return None
+    with warnings.catch_warnings():  # a refused file is skipped here as resume skips it
+        warnings.simplefilter("ignore")
+        try:
+            checkpoint = load_checkpoint(run_dir, which="resumable")
+        except (FileNotFoundError, CheckpointError):
+            return None
+    meta = checkpoint.get("meta") or {}
+    return Path(checkpoint["path"]), {"file": Path(checkpoint["path"]).name,
+                                      "train_iter": meta.get("train_iter"),
+                                      "env_step": meta.get("env_step")}
+
+
+def _latest_record(run_dir: Optional[str]) -> Optional[Tuple[Path, dict]]:
+    """(path, record) of the checkpoint the run's latest.json names, None when unreadable."""
     if not run_dir:
         return None
-    latest = Path(run_dir) / CKPT_DIR / LATEST_FILE
-    try:
-        record = json.loads(latest.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    run = RunDir(run_dir)
+    record = run.read_latest()
+    name = record.get("file") if record is not None else None
+    if not isinstance(name, str) or not run.checkpoint(name).is_file():
         return None
-    name = record.get("file") if isinstance(record, dict) else None
-    if not isinstance(name, str) or not (latest.parent / name).is_file():
-        return None
-    return latest.parent / name, record
+    return run.checkpoint(name), record
+
+
+def _describe(found: Tuple[Path, dict]) -> str:
+    path, record = found
+    return (f"{path} (train_iter {record.get('train_iter', '?')}, env step "
+            f"{record.get('env_step', '?')})")
 
 
 def _resume_text(err: BaseException, run_dir: Optional[str]) -> str:
     good = getattr(err, "last_good", None)
-    found = last_checkpoint(run_dir)
-    if good is None and found is not None:
-        path, record = found
-        good = f"{path} (train_iter {record.get('train_iter', '?')}, env step " \
-               f"{record.get('env_step', '?')})"
+    latest = _latest_record(run_dir) if good is None else None
+    if latest is not None and latest[0].name == BEST_CHECKPOINT:  # newer than any resumable one
+        resumable = last_checkpoint(run_dir)
+        if resumable is None:
+            return (f"The last good checkpoint is {_describe(latest)}: weights only (`rlpipe "
+                    f"eval` takes it), no state to resume from, so start the run again once the "
+                    f"cause is fixed.")
+        return (f"The last good checkpoint is {_describe(latest)} (weights only); `rlpipe train "
+                f"--resume {run_dir}` continues from {resumable[0].name}, the newest one with "
+                f"resume state, once the cause is fixed.")
+    if good is None:
+        found = last_checkpoint(run_dir)
+        good = _describe(found) if found is not None else None
     if good is None:
         return "No checkpoint was written before it: start the run again once the cause is fixed."
-    if found is not None and found[0].name == "best.pt" and str(found[0]) in str(good):
-        older = [p for p in found[0].parent.glob("*.pt")
-                 if p.name != "best.pt" and not p.name.startswith(".")]
-        if not older:
-            return (f"The last good checkpoint is {good}: weights only (`rlpipe eval` takes it), "
-                    f"no state to resume from, so start the run again once the cause is fixed.")
-        newest = max(older, key=lambda p: p.stat().st_mtime_ns)
-        return (f"The last good checkpoint is {good} (weights only); `rlpipe train --resume "
-                f"{run_dir}` continues from {newest.name}, the newest one with resume state, "
-                f"once the cause is fixed.")
     resume = f" Continue from it with `rlpipe train --resume {run_dir}`" if run_dir else ""
     return f"The last good checkpoint is {good}.{resume} once the cause is fixed."
 
@@ -80,7 +100,7 @@ def _last_error_line(text: Optional[str]) -> str:
 def _env_paragraph(err: EnvFailureError, run_dir: Optional[str]) -> str:
     lines = str(err).strip().splitlines()
     head = lines[0].split("; ")[0].rstrip(":. ") if lines else "an env kept failing"
-    logs = f" The env's tracebacks are in {Path(run_dir) / 'log.txt'}." if run_dir else ""
+    logs = f" The env's tracebacks are in {RunDir(run_dir).log}." if run_dir else ""
     return (f"stopped: {head}. Its last error: "
             f"{_last_error_line(err.last_traceback or str(err))}.{logs} "
             f"{_resume_text(err, run_dir)} Fix the env, or allow more restarts with "

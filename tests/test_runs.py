@@ -25,6 +25,28 @@ def test_named_paths():
     assert RunDir.of_checkpoint("/r/ckpt/best.pt").root.as_posix() == "/r"
 
 
+def test_checkpoint_names_and_listings(tmp_path):
+    run = RunDir(tmp_path)
+    assert run.best.name == "best.pt" and run.final.name == "final.pt"
+    assert runs.iter_checkpoint(12) == "iter_12.pt" and RunDir.state_name(1024) == "state_1024"
+    assert run.outputs == (tmp_path / "metrics.jsonl", tmp_path / "tb", tmp_path / "ckpt")
+    assert run.checkpoint_files() == [] and run.state_dirs() == [] and run.tb_event_files() == []
+    run.ckpt.mkdir()
+    for name in ("best.pt", "iter_3.pt", ".iter_4.pt.tmp-1-ab", "latest.json"):
+        (run.ckpt / name).write_bytes(b"")
+    for name in ("state_100", "state_20", "state_x"):
+        (run.ckpt / name).mkdir()
+    assert run.read_latest() is None  # empty: not JSON
+    run.latest.write_text('{"file": "iter_3.pt", "train_iter": 3}')
+    assert run.read_latest() == {"file": "iter_3.pt", "train_iter": 3}
+    assert [p.name for p in run.checkpoint_files()] == ["best.pt", "iter_3.pt"]
+    assert [p.name for p in run.checkpoint_files(best=False)] == ["iter_3.pt"]
+    assert [p.name for p in run.state_dirs()] == ["state_20", "state_100"]  # by step, not name
+    run.tb.mkdir()
+    (run.tb / "events.out.tfevents.1.host").write_bytes(b"")
+    assert [p.name for p in run.tb_event_files()] == ["events.out.tfevents.1.host"]
+
+
 def test_middleware_io_reexports_the_atomic_writes():
     assert _io.atomic_write is runs.atomic_write
     assert _io.atomic_write_json is runs.atomic_write_json

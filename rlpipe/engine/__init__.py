@@ -6,6 +6,7 @@ Testing aids (a Sequencer that forces an order between middleware, an EventLog t
 spans) live in `rlpipe.engine.testing`.
 """
 from ._contract import Contract, contract, contract_of
+from . import _current
 from ._current import current_task
 from ._errors import PipelineError
 from ._profile import MiddlewareStats, Profile
@@ -14,6 +15,7 @@ from ._task import Task
 
 task = Task()
 """The global task for scripts: `from rlpipe.engine import task`."""
+_current.set_global(task)
 
 __all__ = [
     "Contract",

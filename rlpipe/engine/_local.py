@@ -35,7 +35,9 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple
 
+from ._current import global_task
 from ._hub import Hub
+from ._link import Link, LoopTransport, Transport, link, set_link
 from ._roles import Role
 
 log = logging.getLogger("rlpipe.engine.parallel")
@@ -46,7 +48,7 @@ class ProcessFailedError(RuntimeError):
     """main() raised in a collector or evaluator process (its traceback is in the message)."""
 
 
-class _PipeTransport:
+class _PipeTransport(Transport):
     """A child's way to the hub: one request, one reply, over a pipe to the learner's process."""
 
     def __init__(self, conn: Any) -> None:
@@ -75,11 +77,10 @@ def _child_main(conn: Any, role: str, index: int, attempt: int, collectors: int,
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the learner's process handles Ctrl-C
     if nice:  # before main() starts env workers, so that they inherit it
         os.nice(nice)
-    from . import parallel, task
-
-    link = parallel.Link(_PipeTransport(conn), role, index, attempt, collectors, evaluator)
-    parallel._set_link(link)
-    for served in link.roles:
+    task = global_task()
+    this = Link(_PipeTransport(conn), role, index, attempt, collectors, evaluator)
+    set_link(this)
+    for served in this.roles:
         task.add_role(served)
     try:
         main(*args, **kwargs)
@@ -222,8 +223,7 @@ def launch_local(main: Callable[..., Any], collectors: int, evaluator: bool,
                  max_restarts: int, grace_s: float, start_method: Optional[str] = None,
                  child_nice: int = 0) -> Any:
     """See `rlpipe.engine.parallel.launch(backend="local")`."""
-    from . import parallel, task
-
+    task = global_task()
     method = start_method or default_start_method()
     if method not in ("fork", "spawn") or method not in multiprocessing.get_all_start_methods():
         raise ValueError(f"launch(start_method={method!r}): use 'fork' or 'spawn' (this "
@@ -242,10 +242,9 @@ def launch_local(main: Callable[..., Any], collectors: int, evaluator: bool,
         layout.append((Role.EVALUATOR, 0))
     run.children = [_Child(f"collector {i}" if role is Role.COLLECTOR else role.value, role, i)
                     for role, i in layout]
-    link = parallel.Link(parallel._LoopTransport(hub, loop), Role.LEARNER, 0, 0, collectors,
-                         evaluator)
+    learner = Link(LoopTransport(hub, loop), Role.LEARNER, 0, 0, collectors, evaluator)
     roles_before = task.roles
-    previous_link = parallel.link()
+    previous_link = link()
     interrupted = False
     try:
         for child in run.children:
@@ -253,8 +252,8 @@ def launch_local(main: Callable[..., Any], collectors: int, evaluator: bool,
         loop_thread.start()
         for child in run.children:
             _serve_in_thread(run, child)
-        parallel._set_link(link)
-        for served in link.roles:
+        set_link(learner)
+        for served in learner.roles:
             task.add_role(served)
         task.finish = False
         result = main(*args, **kwargs)
@@ -262,7 +261,7 @@ def launch_local(main: Callable[..., Any], collectors: int, evaluator: bool,
         interrupted = True
         raise
     finally:
-        parallel._set_link(previous_link)
+        set_link(previous_link)
         task._roles = set(roles_before)
         if loop_thread.is_alive():
             _stop(run, 0.0 if interrupted else grace_s)

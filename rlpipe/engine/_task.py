@@ -364,9 +364,7 @@ class Task(RolesMixin, EventsMixin, SharedMixin):
     def __reduce__(self) -> Any:
         # A script's main() that uses the global `task` is pickled (by value) to Ray actors:
         # the global task travels as a reference to the global task of the receiving process.
-        from . import task as global_task
-
-        if self is global_task:
+        if self is _current.global_task():
             return (_global_task, ())
         raise TypeError("a Task instance cannot be pickled (it holds threads and the chain); "
                         "in a function sent to other processes use the global `task` or make "
@@ -380,6 +378,4 @@ class Task(RolesMixin, EventsMixin, SharedMixin):
 
 def _global_task() -> Task:
     """The global task of this process (what the global task of another process unpickles as)."""
-    from . import task
-
-    return task
+    return _current.global_task()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import io
 import json
 import pickle
-import re
 import warnings
 import zipfile
 from pathlib import Path
@@ -17,11 +16,12 @@ from typing import Any, List, Optional, Tuple
 
 import torch
 
-from rlpipe.runs import CKPT_DIR, LATEST_FILE, CheckpointError, RunDir, Verified
+from rlpipe.runs import (BEST_CHECKPOINT, CKPT_DIR, FINAL_CHECKPOINT, ITER_CHECKPOINT_RE,
+                         LATEST_FILE, CheckpointError, RunDir, Verified, checkpoint_files_in)
 
-from ._io import PathLike, is_temp_file
+from ._io import PathLike
 
-_ITER_RE = re.compile(r"^iter_(\d+)\.pt$")
+_ITER_RE = ITER_CHECKPOINT_RE
 # What torch.load raises on a truncated, corrupt or foreign file (and a refused manifest).
 _LOAD_ERRORS = (CheckpointError, RuntimeError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile, OSError,
                 ValueError, KeyError, AttributeError, ImportError, IndexError)
@@ -78,8 +78,7 @@ def _load_one(path: Path, map_location: Any, signed: bool = False, trust: bool =
 def checkpoint_files(path_or_run_dir: PathLike) -> List[Path]:
     """The checkpoint files of a run (or ckpt) folder, newest first: `latest.json`'s file, then by time."""
     folder = _ckpt_folder(Path(path_or_run_dir))
-    files = sorted((p for p in folder.glob("*.pt") if not is_temp_file(p.name) and p.is_file()),
-                   key=_age_key, reverse=True)
+    files = sorted(checkpoint_files_in(folder), key=_age_key, reverse=True)
     latest = _read_latest(folder)
     named = folder / latest["file"] if latest and isinstance(latest.get("file"), str) else None
     if named is not None and named in files:
@@ -116,11 +115,12 @@ def load_checkpoint(path_or_run_dir: PathLike, map_location: Any = "cpu", which:
             raise RuntimeError(f"load_checkpoint: cannot load {path}: {err}") from err
     folder = _ckpt_folder(path)
     if which in ("best", "final"):
-        return load_checkpoint(folder / f"{which}.pt", map_location=map_location)
+        name = BEST_CHECKPOINT if which == "best" else FINAL_CHECKPOINT
+        return load_checkpoint(folder / name, map_location=map_location)
     tried = []
     signed = which == "resumable"
     for file in checkpoint_files(folder):
-        if which == "resumable" and file.name == "best.pt":
+        if which == "resumable" and file.name == BEST_CHECKPOINT:
             continue
         try:
             loaded = _load_one(file, map_location, signed=signed, trust=trust)

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from rlpipe.engine import Role, contract, current_task
-from rlpipe.runs import CHECKPOINT_EVENT, CKPT_DIR, LATEST_FILE, RunDir
+from rlpipe.runs import BEST_CHECKPOINT, CHECKPOINT_EVENT, FINAL_CHECKPOINT, RunDir, iter_checkpoint
 
 from ._cfg import setting
 from ._ckpt_load import (_ITER_RE, _age_key, _read_latest, checkpoint_files, load_checkpoint,
@@ -194,7 +194,7 @@ class CkptSaver:
         self.save_best = save_best
         self.keep_last = keep_last
         self.extra_state = extra_state
-        self.ckpt_dir = resolve_run_dir(cfg, run_dir, "CkptSaver") / CKPT_DIR
+        self.ckpt_dir = RunDir(resolve_run_dir(cfg, run_dir, "CkptSaver")).ckpt
         self.ckpt_dir.mkdir(parents=True, exist_ok=True)
         self.best_value = -math.inf
         self._last_bucket = 0
@@ -253,15 +253,15 @@ class CkptSaver:
         names: List[str] = []
         if self.train_freq is not None and ctx.train_iter // self.train_freq > self._last_bucket:
             self._last_bucket = ctx.train_iter // self.train_freq
-            names.append(f"iter_{ctx.train_iter}.pt")
+            names.append(iter_checkpoint(ctx.train_iter))
         if self.save_best and math.isfinite(ctx.eval_value) and ctx.eval_value > self.best_value:
             self.best_value = float(ctx.eval_value)
-            names.append("best.pt")
+            names.append(BEST_CHECKPOINT)
         task = current_task()
         self._arm(task)
         if self.save_finish and not self._final_saved and task.finish:
             self._final_saved = True
-            names.append("final.pt")
+            names.append(FINAL_CHECKPOINT)
         if names:
             self.save(ctx, names)
 
@@ -285,11 +285,11 @@ class CkptSaver:
         # weights that were evaluated (the learner of this iteration has not run yet).
         if math.isfinite(ctx.eval_value) and ctx.eval_value > self.best_value:
             self.best_value = float(ctx.eval_value)
-            self.save(ctx, ["best.pt"])
+            self.save(ctx, [BEST_CHECKPOINT])
 
     def _on_finish(self, ctx: Any) -> None:
         if not self._final_saved:
-            self.save(ctx, ["final.pt"])
+            self.save(ctx, [FINAL_CHECKPOINT])
         self._final_saved = False  # ready for another run() of the same saver
         self._armed_task = None
 
@@ -299,11 +299,11 @@ class CkptSaver:
         policy state holds a NaN or infinity."""
         # iter_<n>.pt and final.pt are written at the end of an iteration: a consistent point to
         # resume from. best.pt is written mid-iteration (at evaluation) and carries no resume state.
-        resumable = names != ["best.pt"]
+        resumable = names != [BEST_CHECKPOINT]
         policy_state = self._policy_state(ctx, resumable)
         bad = first_non_finite(policy_state)
         if bad is not None:
-            raise NonFiniteStateError(self.ckpt_dir / names[0], bad, self._last_good())
+            raise NonFiniteStateError(self.run.checkpoint(names[0]), bad, self._last_good())
         data, state_dir = self._payload(ctx, resumable, policy_state)
         logs: Dict[str, int] = {}
         if resumable:
@@ -312,13 +312,13 @@ class CkptSaver:
             if callable(emit):
                 emit(CHECKPOINT_EVENT, ctx)  # the logger flushes + fsyncs metrics and TensorBoard
             logs = self.run.log_lengths()
-        paths = [atomic_write_bytes(self.ckpt_dir / name, data) for name in names]
+        paths = [atomic_write_bytes(self.run.checkpoint(name), data) for name in names]
         meta = {"train_iter": int(ctx.train_iter), "env_step": int(getattr(ctx, "env_step", 0))}
         for name in names:
             self.run.write_manifest(name, data, state=state_dir, logs=logs, meta=meta)
         # All names hold the same state; latest.json prefers final, then the periodic file.
-        newest = min(names, key=lambda n: 0 if n == "final.pt" else 1 if _ITER_RE.match(n) else 2)
-        atomic_write_json(self.ckpt_dir / LATEST_FILE, {
+        newest = min(names, key=lambda n: 0 if n == FINAL_CHECKPOINT else 1 if _ITER_RE.match(n) else 2)
+        atomic_write_json(self.run.latest, {
             "file": newest,
             "train_iter": int(ctx.train_iter),
             "env_step": int(getattr(ctx, "env_step", 0)),
@@ -331,7 +331,7 @@ class CkptSaver:
 
     def _last_good(self) -> Optional[Path]:
         # The newest checkpoint a run can resume from (best.pt carries no resume state).
-        return next((p for p in checkpoint_files(self.ckpt_dir) if p.name != "best.pt"), None)
+        return next((p for p in checkpoint_files(self.ckpt_dir) if p.name != BEST_CHECKPOINT), None)
 
     def _prune(self, keep: set) -> None:
         if self.keep_last is None:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Union
 
 from rlpipe.engine import Role, contract, current_task
-from rlpipe.runs import CHECKPOINT_EVENT, METRICS_FILE, RunDir
+from rlpipe.runs import CHECKPOINT_EVENT, RunDir
 
 from ._cfg import setting
 from ._io import PathLike, resolve_run_dir
@@ -82,7 +82,7 @@ def read_metrics(path: PathLike, keep_replaced: bool = False) -> List[Dict[str, 
     """
     p = Path(path)
     if p.is_dir():
-        p = p / METRICS_FILE
+        p = RunDir(p).metrics
     rows: List[Dict[str, Any]] = []
     session_start: Optional[float] = None
     with open(p, "r", encoding="utf-8") as f:
@@ -161,7 +161,7 @@ class OnlineLogger:
         if self._writer is None:
             from torch.utils.tensorboard import SummaryWriter  # imported only when used
 
-            resumed = self.tb_dir.is_dir() and any(self.tb_dir.glob("events.out.tfevents.*"))
+            resumed = bool(RunDir(self.run_dir).tb_event_files())
             self._writer = SummaryWriter(
                 log_dir=str(self.tb_dir),
                 purge_step=step if resumed else None,
@@ -284,7 +284,7 @@ class OnlineLogger:
 
     def _fsync_tensorboard(self) -> None:
         # SummaryWriter.flush() hands the events to the OS; fsync the event files themselves.
-        for path in self.tb_dir.glob("events.out.tfevents.*"):
+        for path in RunDir(self.run_dir).tb_event_files():
             with open(path, "rb") as f:
                 os.fsync(f.fileno())
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from rlpipe.envs import EnvManager
 from rlpipe.middleware import evaluate_episodes, load_checkpoint
-from rlpipe.runs import CheckpointError, RunDir
+from rlpipe.runs import BEST_CHECKPOINT, FINAL_CHECKPOINT, CheckpointError, RunDir
 
 from ._registry import get_entry
 
@@ -38,7 +38,7 @@ def _load(target: str, run: RunDir) -> Dict[str, Any]:
     if pathlib.Path(target).is_file():
         return load_checkpoint(target)
     refused = []
-    for name in ("best.pt", "final.pt"):
+    for name in (BEST_CHECKPOINT, FINAL_CHECKPOINT):
         if run.checkpoint(name).is_file():
             try:
                 checkpoint = load_checkpoint(run.checkpoint(name))

@@ -14,6 +14,8 @@ import shutil
 from pathlib import Path
 from typing import Iterator, Optional
 
+from rlpipe.runs import RunDir
+
 __all__ = ["RunDirError", "run_folder_errors"]
 
 log = logging.getLogger("rlpipe")
@@ -57,11 +59,10 @@ def is_folder_error(err: OSError, run_dir: str) -> bool:
 
 def _started(run_dir: Path) -> bool:
     """Whether the run got as far as logging or checkpointing (its folder then holds results)."""
-    metrics = run_dir / "metrics.jsonl"
-    if metrics.is_file() and metrics.stat().st_size > 0:
+    run = RunDir(run_dir)
+    if run.metrics.is_file() and run.metrics.stat().st_size > 0:
         return True
-    ckpt = run_dir / "ckpt"
-    return ckpt.is_dir() and any(p.suffix == ".pt" for p in ckpt.iterdir())
+    return bool(run.checkpoint_files())
 
 
 def _remove_unstarted(run_dir: Path) -> None:

@@ -20,6 +20,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from rlpipe.runs import RunDir
+
 EVAL = "eval/return_mean"
 TRAIN = "collect/episode_return_mean"
 METRICS = {EVAL: "evaluation return", TRAIN: "training episode return"}
@@ -71,7 +73,8 @@ def read_run(path: str) -> Run:
     if not folder.is_dir():
         raise ValueError(f"{path!r}: no such folder; pass run folders that "
                          f"`rlpipe train` printed (runs/<entry>/<timestamp>/)")
-    config = folder / "config.json"
+    run = RunDir(folder)
+    config = run.config
     if not config.is_file():
         raise ValueError(f"{path!r} is not a run folder (it has no config.json); "
                          f"pass run folders that `rlpipe train` printed (runs/<entry>/<timestamp>/)")
@@ -80,7 +83,7 @@ def read_run(path: str) -> Run:
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
         raise ValueError(f"{path!r}: {config} is not a run config ({exc!r}); "
                          f"was it written by `rlpipe train`?") from exc
-    metrics = folder / "metrics.jsonl"
+    metrics = run.metrics
     rows = read_metrics(metrics) if metrics.is_file() else []
     series = {}
     for key in METRICS:

@@ -68,7 +68,7 @@ class RunState:
 
     def __call__(self, ctx: Any) -> Dict[str, Any]:
         """CkptSaver's `resume_state`: write the state folder, return what the .pt keeps."""
-        name = f"state_{ctx.total_step}"
+        name = self.run.state_name(ctx.total_step)
         exact = True
         envs: Dict[str, Any] = {"collector_obs": self.collector.get_state()}
         for key, env, role in (("collector", self.collector_env, Role.COLLECTOR),
@@ -96,8 +96,7 @@ class RunState:
                 "buffer": self.save_buffer}
 
     def _prune(self) -> None:
-        states = sorted((p for p in self.ckpt_dir.glob("state_*") if p.is_dir()),
-                        key=lambda p: int(p.name.split("_")[1]))
+        states = self.run.state_dirs()
         for old in states[:-KEEP_STATES]:
             shutil.rmtree(old, ignore_errors=True)
 

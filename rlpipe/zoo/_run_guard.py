@@ -13,8 +13,10 @@ from __future__ import annotations
 import logging
 import pathlib
 import shutil
+
+from rlpipe.runs import RunDir
+
 log = logging.getLogger("rlpipe")
-OUTPUTS = ("metrics.jsonl", "tb", "ckpt")  # what a run writes besides config.json and log.txt
 
 
 class RunFolderInUseError(FileExistsError, ValueError):
@@ -33,7 +35,7 @@ def claim_run_dir(run_dir: str, overwrite: bool = False) -> bool:
             raise RunFolderInUseError(
                 f"--run-dir {run_dir} already holds a run; continue it with --resume {run_dir}, "
                 f"or start it over with --overwrite (deletes its files)")
-        if not (path / "config.json").is_file():
+        if not RunDir(path).config.is_file():
             raise RunFolderInUseError(
                 f"--overwrite {run_dir}: that folder is not an rlpipe run folder (no "
                 f"config.json), so its files are left alone; pick an empty or new --run-dir")
@@ -52,16 +54,16 @@ def claim_run_dir(run_dir: str, overwrite: bool = False) -> bool:
 def has_checkpoint(run_dir: str) -> bool:
     """Whether `<run_dir>/ckpt/` holds a checkpoint a run can resume from: any .pt file but
     best.pt (written by the first evaluation, mid-iteration, with no resume state)."""
-    return any(p.name != "best.pt" for p in (pathlib.Path(run_dir) / "ckpt").glob("*.pt"))
+    return bool(RunDir(run_dir).checkpoint_files(best=False))
 
 
 def started(run_dir: str) -> bool:
     """Whether the run left something worth keeping: a metrics row, a checkpoint, or a warning
     or error in its log.txt (e.g. the restarts of an env that crashed before the first
     iteration ended: the traceback the user needs is there)."""
-    folder = pathlib.Path(run_dir)
-    metrics, log_file = folder / "metrics.jsonl", folder / "log.txt"
-    if any((folder / "ckpt").glob("*.pt")) or (metrics.is_file() and metrics.stat().st_size > 0):
+    run = RunDir(run_dir)
+    metrics, log_file = run.metrics, run.log
+    if run.checkpoint_files() or (metrics.is_file() and metrics.stat().st_size > 0):
         return True
     if not log_file.is_file():
         return False
@@ -71,8 +73,7 @@ def started(run_dir: str) -> bool:
 
 def clear_outputs(run_dir: str) -> None:
     """Remove metrics, TensorBoard events and checkpoint folder (keep config.json, log.txt)."""
-    for name in OUTPUTS:
-        target = pathlib.Path(run_dir) / name
+    for target in RunDir(run_dir).outputs:
         if target.is_dir():
             shutil.rmtree(target)
         elif target.exists():

@@ -2,14 +2,17 @@
 paragraph naming the checkpoint to resume from for non-finite numbers or a crash-looping env
 (exit 1); `--debug` / RLPIPE_DEBUG=1 add the traceback. All through the CLI's main()."""
 import errno
+import io
 import os
 import pathlib
 
 import gymnasium as gym
 import pytest
+import torch
 
 from rlpipe.cli import main
 from rlpipe.cli_errors import explain, last_checkpoint
+from rlpipe.runs import RunDir
 
 SMALL = ["--no-progress", "--max-env-steps", "400", "--set", "replay.min_samples=64",
          "--set", "policy.collect.n_sample=32", "--set", "env.n_envs=2",
@@ -33,8 +36,10 @@ def test_non_finite_loss_is_one_paragraph_naming_loss_iteration_and_checkpoint(c
     assert len(stop) == 1, err
     line = stop[0]
     assert "'loss' is nan" in line and "train_iter 1" in line
-    found = last_checkpoint(str(run_dir))
-    assert found is not None and str(found[0]) in line  # the checkpoint latest.json names
+    # the NaN comes before the first end-of-iteration checkpoint: only best.pt (weights, no
+    # resume state) exists, so nothing is resumable and the line names best.pt as weights only
+    assert last_checkpoint(str(run_dir)) is None
+    assert str(run_dir / "ckpt" / "best.pt") in line and "weights only" in line
     assert "--debug" in line
 
 
@@ -238,6 +243,15 @@ def test_when_latest_is_best_pt_the_resumable_checkpoint_is_named(tmp_path):
     err = FloatingPointError("trainer: 'loss' is nan at train_iter 8.")
     message, _ = explain(err, "train", str(tmp_path / "run"))
     assert "weights only" in message and "start the run again" in message
-    (ckpt / "iter_5.pt").write_bytes(b"")
+    (ckpt / "iter_4.pt").write_bytes(b"")  # resume would refuse it: so is it here
+    message, _ = explain(err, "train", str(tmp_path / "run"))
+    assert "weights only" in message and "iter_4.pt" not in message
+    data = io.BytesIO()
+    torch.save({"policy": {}, "ctx": {}, "resume": {"state_dir": None},
+                "meta": {"train_iter": 5, "env_step": 60}}, data)
+    (ckpt / "iter_5.pt").write_bytes(data.getvalue())
+    RunDir(tmp_path / "run").write_manifest("iter_5.pt", data.getvalue())
     message, _ = explain(err, "train", str(tmp_path / "run"))
     assert "continues from iter_5.pt" in message and "train_iter 7" in message
+    assert last_checkpoint(str(tmp_path / "run")) == (
+        ckpt / "iter_5.pt", {"file": "iter_5.pt", "train_iter": 5, "env_step": 60})
