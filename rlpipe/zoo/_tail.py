@@ -1,7 +1,6 @@
 """The end of every zoo pipeline: when to stop, what to record, and the run's summary."""
 from __future__ import annotations
 
-import json
 import math
 import time
 from typing import Any, Dict, List, Optional
@@ -34,11 +33,8 @@ def previous_best(cfg: Any) -> List[float]:
     the summary's best covers the whole run, as best.pt does; [] for a new run."""
     if not (cfg.get("resume_from") and cfg.get("run_dir")):
         return []
-    try:
-        record = json.loads(RunDir(cfg.run_dir).latest.read_text(encoding="utf-8"))
-    except (OSError, ValueError):  # no or unreadable latest.json: this session's evaluations only
-        return []
-    best = record.get("best_value") if isinstance(record, dict) else None
+    record = RunDir(cfg.run_dir).read_latest() or {}
+    best = record.get("best_value")
     return [float(best)] if isinstance(best, (int, float)) and math.isfinite(best) else []
 
 
