@@ -20,6 +20,8 @@ from ._link import Link, Transport, set_link
 from ._roles import Role
 
 log = logging.getLogger("rlpipe.engine.parallel")
+STATUS = "status"
+"""The blob whose info `launch(on_poll=...)` hands the driver (`Link.publish(STATUS, None, info)`)."""
 INSTALL_HINT = 'pip install "rlpipe[ray]"'
 STARTUP_WARNING_S = 60.0
 
@@ -132,7 +134,8 @@ def _ray_up(ray: Any, address: Optional[str], init_options: Optional[Mapping[str
 def launch_ray(main: Callable[..., Any], collectors: int, evaluator: bool,
                address: Optional[str], args: Sequence[Any], kwargs: Mapping[str, Any],
                queue_size: int, max_restarts: int, num_cpus: Optional[float],
-               init_options: Optional[Mapping[str, Any]], grace_s: float) -> Any:
+               init_options: Optional[Mapping[str, Any]], grace_s: float,
+               on_poll: Optional[Callable[[Dict[str, Any]], None]] = None) -> Any:
     """See `rlpipe.engine.parallel.launch(backend="ray")`."""
     ray = _import_ray()
     driver_task = global_task()
@@ -160,7 +163,7 @@ def launch_ray(main: Callable[..., Any], collectors: int, evaluator: bool,
         for m in members:
             m.future = m.actor.run.remote(*call, 0)
         driver_task.finish = False  # a finish left over from an earlier run is no request
-        return _supervise(ray, hub, members, driver_task, max_restarts, call)
+        return _supervise(ray, hub, members, driver_task, max_restarts, call, on_poll)
     except KeyboardInterrupt:
         interrupted = True
         raise
@@ -170,9 +173,20 @@ def launch_ray(main: Callable[..., Any], collectors: int, evaluator: bool,
             ray.shutdown()
 
 
+def poll_state(ray: Any, hub: Any) -> Dict[str, Any]:
+    """What `on_poll` gets, in one hub call: {"counters", "finished", "status" (the info of
+    the newest `STATUS` blob, {} before the first), "status_version" (0 before the first)}."""
+    reply = ray.get(hub.poll.remote(STATUS, 0, 0.0))
+    return {"counters": reply["counters"], "finished": reply["finished"],
+            "status": reply["info"], "status_version": reply["version"]}
+
+
 def _supervise(ray: Any, hub: Any, members: List[_Member], driver_task: Any,
-               max_restarts: int, call: Tuple[Any, ...]) -> Any:
-    """Wait for the learner; restart dead collectors/evaluator; pass a driver finish request on.
+               max_restarts: int, call: Tuple[Any, ...],
+               on_poll: Optional[Callable[[Dict[str, Any]], None]] = None) -> Any:
+    """Wait for the learner; restart dead collectors/evaluator; pass a driver finish request on;
+    call `on_poll(poll_state(...))` at every wake (every 0.5 s) and once more when the
+    learner has returned, so that it sees the run's last status.
 
     A dead member is pinged (the ping waits while Ray restarts its process) and, once it
     answers, runs `main()` again; if Ray gives up on it (`max_restarts`), it is gone."""
@@ -183,6 +197,8 @@ def _supervise(ray: Any, hub: Any, members: List[_Member], driver_task: Any,
     waited_since = time.monotonic()
     while True:
         ready, _ = ray.wait(list(live), num_returns=1, timeout=0.5)
+        if on_poll is not None:
+            on_poll(poll_state(ray, hub))
         if unstarted:
             up, _ = ray.wait(list(unstarted), num_returns=len(unstarted), timeout=0)
             for ref in up:
@@ -228,6 +244,8 @@ def _supervise(ray: Any, hub: Any, members: List[_Member], driver_task: Any,
                 member.future = member.actor.run.remote(*call, member.attempt)
                 live[member.future] = member
             elif member is learner:
+                if on_poll is not None:  # what the learner reported after the look above
+                    on_poll(poll_state(ray, hub))
                 return result
 
 

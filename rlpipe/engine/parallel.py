@@ -11,14 +11,14 @@ This is the public face; the parts live below it: `_link.py` (Link, transports, 
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence
 
 from ._hub import Hub
 from ._link import Link, Update, link, local_links
 from ._local import ProcessFailedError, launch_local
-from ._ray import LearnerDiedError, RayNotInstalledError, launch_ray, require_ray
+from ._ray import STATUS, LearnerDiedError, RayNotInstalledError, launch_ray, require_ray
 
-__all__ = ["Hub", "LearnerDiedError", "Link", "ProcessFailedError", "RayNotInstalledError",
+__all__ = ["STATUS", "Hub", "LearnerDiedError", "Link", "ProcessFailedError", "RayNotInstalledError",
            "Update", "launch", "link", "local_links", "require_ray"]
 
 
@@ -28,7 +28,8 @@ def launch(main: Callable[..., Any], collectors: int = 1, evaluator: bool = Fals
            max_restarts: int = 10, num_cpus: Optional[float] = None,
            init_options: Optional[Mapping[str, Any]] = None, grace_s: float = 20.0,
            backend: str = "ray", start_method: Optional[str] = None,
-           child_nice: int = 0) -> Any:
+           child_nice: int = 0,
+           on_poll: Optional[Callable[[Dict[str, Any]], None]] = None) -> Any:
     """Run `main(*args, **kwargs)` in a learner, `collectors` collectors and (with `evaluator`)
     an evaluator, each a Ray actor (`backend="ray"`) or, with `backend="local"`, the learner in
     this process and the others in child processes of this machine (no Ray needed; `address`,
@@ -56,6 +57,12 @@ def launch(main: Callable[..., Any], collectors: int = 1, evaluator: bool = Fals
       actors still running `grace_s` seconds later are killed. Setting `task.finish = True` in
       this (the driver's) process, e.g. from a signal handler, asks the learner to finish its
       iteration and return. On KeyboardInterrupt every actor is killed at once.
+    - `on_poll(state)` (Ray only: with the local backend the learner runs in this process and
+      can show its progress itself) is called in this process every 0.5 s while the run goes
+      on, and once after the learner returned, with the hub's `state`: {"counters",
+      "finished", "status", "status_version"}, where "status" is the info of the newest blob
+      `STATUS` (a small dict a process publishes with `link().publish(STATUS, None, info)`;
+      {} before the first). One hub call per look; an exception it raises ends the run.
     """
     if isinstance(collectors, bool) or not isinstance(collectors, int) or collectors < 1:
         raise ValueError(f"launch(collectors={collectors!r}): a distributed run needs an int >= 1 "
@@ -65,10 +72,13 @@ def launch(main: Callable[..., Any], collectors: int = 1, evaluator: bool = Fals
     if queue_size is None:
         queue_size = collectors
     if backend == "local":
+        if on_poll is not None:
+            raise ValueError("launch(on_poll=...) works with backend='ray'; with backend='local' "
+                             "the learner runs in this process: show its progress there")
         return launch_local(main, collectors, evaluator, args, dict(kwargs or {}), queue_size,
                             max_restarts, grace_s, start_method, child_nice)
     if backend != "ray":
         raise ValueError(f"launch(backend={backend!r}): choose 'ray' (Ray actors, one machine "
                          f"or a cluster) or 'local' (child processes of this machine)")
     return launch_ray(main, collectors, evaluator, address, args, dict(kwargs or {}), queue_size,
-                      max_restarts, num_cpus, init_options, grace_s)
+                      max_restarts, num_cpus, init_options, grace_s, on_poll)
