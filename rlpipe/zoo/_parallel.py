@@ -3,7 +3,10 @@
 The driver (the `rlpipe train` process) ships the resolved config as plain dicts (EasyDict does
 not survive pickling intact) and `role_main` rebuilds it in each actor. Collectors and the
 evaluator write nothing to the run folder: each gets its own seed, no run_dir, no progress bar;
-the learner writes the log, metrics and checkpoints as a single process does.
+the learner writes the log, metrics and checkpoints as a single process does. In a Ray run the
+driver draws the progress bar and prints the learner's log lines through it (`DriverProgress`
+polls the learner's `report_progress` through the hub); with the local backend the learner
+runs in the driver and draws its bar itself.
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from rlpipe.config import to_plain
 from rlpipe.engine import Role
 from rlpipe.engine import parallel
 from rlpipe.middleware.exchange import EVALUATOR_EXITS
-from rlpipe.middleware.progress import BarLogHandler
+from rlpipe.middleware.progress import DriverProgress, ProgressReporter
 
 log = logging.getLogger("rlpipe")
 COLLECTOR_SEED_STEP = 7_919  # collector i acts with seed + (i + 1) * step (+ a restart term)
@@ -68,12 +71,12 @@ def role_main(name: str, plain_cfg: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     if learner and cfg.run_dir:
         os.makedirs(cfg.run_dir, exist_ok=True)
     handler = attach_log_file(cfg.run_dir) if learner and cfg.run_dir else None
-    console = None
+    reporter = None
     if learner and not _has_console(logging.getLogger("rlpipe")):
-        # a Ray actor: its stderr is shown by the driver, so the learner's eval lines are too
-        console = BarLogHandler()
-        console.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-        logging.getLogger("rlpipe").addHandler(console)
+        # a Ray actor: its log lines and progress go to the driver, which prints them through
+        # its bar (run_distributed); the tail uses report_progress instead of a bar here
+        reporter = ProgressReporter(link)
+        logging.getLogger("rlpipe").addHandler(reporter)
     try:
         if link.attempt:
             log.warning("%s restarted (attempt %d)", link.name, link.attempt)
@@ -88,11 +91,21 @@ def role_main(name: str, plain_cfg: Dict[str, Any]) -> Optional[Dict[str, Any]]:
                 log.warning("collector restarts in this run: %d (%s)", state["restarts"],
                             ", ".join(f"{k}: {v}" for k, v in sorted(state["restarted"].items())))
     finally:
-        for added in (handler, console):
+        if reporter is not None:
+            _last_report(reporter)
+        for added in (handler, reporter):
             if added is not None:
                 logging.getLogger("rlpipe").removeHandler(added)
                 added.close()
     return result if learner else None
+
+
+def _last_report(reporter: ProgressReporter) -> None:
+    """Send the driver the learner's lines logged since its last report (e.g. the restarts)."""
+    try:
+        reporter.report(force=True)
+    except Exception as err:  # e.g. the hub is gone: the lines are in log.txt all the same
+        log.warning("could not send the learner's last log lines to the driver: %r", err)
 
 
 def _has_console(logger: logging.Logger) -> bool:
@@ -124,12 +137,21 @@ def run_distributed(name: str, cfg: Any, address: Optional[str] = None,
     par = cfg.parallel
     log.info("distributed run: 1 learner, %d collectors%s", par.collectors,
              ", 1 evaluator" if par.evaluator else "")
+    options = _backend_options(par)
+    progress = None
+    if options["backend"] == "ray":  # the learner is an actor without a terminal: draw it here
+        progress = DriverProgress(cfg.get("max_env_step"), cfg.get("exp_name"),
+                                  show_bar=bool(cfg.get("progress", True)))
+        options["on_poll"] = progress
     try:
         return parallel.launch(main, collectors=int(par.collectors),
                                evaluator=bool(par.evaluator), address=address,
                                args=(name, to_plain(cfg)), queue_size=par.queue_size,
-                               init_options=init_options, **_backend_options(par))
+                               init_options=init_options, **options)
     except parallel.LearnerDiedError as err:
         hint = (f"; continue from its last checkpoint with `rlpipe train --resume {cfg.run_dir}`"
                 if cfg.run_dir else "")
         raise parallel.LearnerDiedError(f"{err}{hint}") from None
+    finally:
+        if progress is not None:
+            progress.close()

@@ -1,12 +1,14 @@
 """The end of every zoo pipeline: when to stop, what to record, and the run's summary."""
 from __future__ import annotations
 
+import logging
 import math
 import time
 from typing import Any, Dict, List, Optional
 
 from rlpipe.middleware import CkptSaver, online_logger, progress_bar, termination_checker
 from rlpipe.middleware.evaluator import final_evaluation
+from rlpipe.middleware.progress import ProgressReporter, report_progress
 from rlpipe.runs import RunDir
 
 JSON_KEYS = ("eval_value", "best_eval_value", "final_eval_iter", "solved", "env_step",
@@ -24,7 +26,10 @@ def use_run_tail(task: Any, cfg: Any, policy: Any, run_state: Any) -> None:
     if cfg.run_dir:
         task.use(online_logger(cfg, tensorboard=cfg.logger.tensorboard))
         task.use(CkptSaver(cfg, policy, train_freq=cfg.ckpt.train_freq, resume_state=run_state))
-    if cfg.progress:
+    reporter = ProgressReporter.attached(logging.getLogger("rlpipe"))
+    if reporter is not None:  # the learner of a Ray run: the driver draws the bar
+        task.use(report_progress(reporter))
+    elif cfg.progress:
         task.use(progress_bar(cfg, total_env_steps=cfg.max_env_step))
 
 
