@@ -18,7 +18,8 @@ JSON_KEYS = ("eval_value", "best_eval_value", "final_eval_iter", "solved", "env_
 
 def use_run_tail(task: Any, cfg: Any, policy: Any, run_state: Any) -> None:
     """termination_checker, the final evaluation, then (with a run folder) logger and
-    checkpoints, then the bar: the logger, best.pt and the bar see the final evaluation."""
+    checkpoints, then the bar (on a Ray learner: `report_progress`, the driver draws the bar):
+    the logger, best.pt and the bar see the final evaluation."""
     task.use(termination_checker(max_env_step=cfg.max_env_step,
                                  max_train_iter=cfg.max_train_iter,
                                  max_wall_time=cfg.max_wall_time))
