@@ -172,7 +172,7 @@ class NativeBackend(Rebuilding):
         if isinstance(self._partial, CartPoleStarts):
             self._partial.clear()  # start states drawn before a reseed would not follow the seed
         try:
-            obs, _ = self._vec.reset(seed=seed)
+            obs, self.reset_infos = self._vec.reset(seed=seed)  # masks are read from it
         except Exception:  # noqa: BLE001 - the env raised: rebuild it
             failure = Failure(tuple(range(self.n_envs)), "the native vector env raised in reset()",
                               traceback.format_exc())
