@@ -8,7 +8,6 @@ restarts crashed or hung envs.
 
 from rlpipe.envs._errors import EnvFailureError, MissingDependencyError, UnknownEnvError
 from rlpipe.envs._manager import EnvManager, StepResult
-from rlpipe.envs._maskedgrid import MaskedGridEnv
 from rlpipe.envs._maskedgrid import register as _register_maskedgrid
 from rlpipe.envs._obs import BatchObs, obs_to_tree
 from rlpipe.envs._registry import register_env, registered_envs, unregister_env
@@ -17,7 +16,6 @@ __all__ = [
     "BatchObs",
     "EnvFailureError",
     "EnvManager",
-    "MaskedGridEnv",
     "MissingDependencyError",
     "StepResult",
     "UnknownEnvError",
