@@ -48,3 +48,12 @@ def sample_valid(rng: np.random.Generator, mask: np.ndarray) -> np.ndarray:
     """One uniformly random valid action per row of `mask`."""
     u = rng.random(mask.shape)
     return np.where(mask, u, -1.0).argmax(axis=1)
+
+
+def masked_categorical(dist: Any, mask: Optional[torch.Tensor]) -> Any:
+    """A Categorical `dist` restricted to the valid actions of `mask` (None: `dist` itself):
+    log-probabilities renormalised over them, entropy over them only."""
+    if mask is None:
+        return dist
+    return torch.distributions.Categorical(logits=masked_logits(dist.logits, mask.bool()),
+                                           validate_args=False)
