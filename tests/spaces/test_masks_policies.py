@@ -123,3 +123,21 @@ def test_evaluate_episodes_hands_masks_to_the_eval_face(policy_cls):
         records = evaluate_episodes(policy.eval_mode, env, 4)
     # an untrained greedy policy never moves into a wall (−1): it walks until the time limit
     assert len(records) == 4 and all(r["return"] >= 0 for r in records)
+
+
+def test_collected_masks_reach_the_replay_batch():
+    from easydict import EasyDict
+
+    from rlpipe.contexts import OnlineRLContext
+    from rlpipe.data import ReplayBuffer
+    from rlpipe.middleware import StepCollector, data_pusher
+
+    cfg = EasyDict(policy=dict(collect=dict(n_sample=64, random_collect_size=64)))
+    buffer_ = ReplayBuffer(1000, seed=0)
+    with EnvManager("rlpipe/MaskedGrid-v0", n_envs=2, seed=0) as env:
+        ctx = OnlineRLContext()
+        next(StepCollector(cfg, None, env)(ctx))
+        data_pusher(cfg, buffer_)(ctx)
+    sample = buffer_.sample(32)
+    assert sample["action_mask"].shape == sample["next_action_mask"].shape == (32, 4)
+    assert sample["action_mask"][np.arange(32), sample["action"]].all()
