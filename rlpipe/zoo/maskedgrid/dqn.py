@@ -13,8 +13,7 @@ POLICY = DQNPolicy
 
 config: Dict[str, Any] = dict(
     max_env_step=20_000,
-    env=dict(id="rlpipe/MaskedGrid-v0", n_envs=4, eval_n_envs=2, stop_value=0.99,
-             env_kwargs=dict(expose_mask=True)),
+    env=dict(id="rlpipe/MaskedGrid-v0", n_envs=4, eval_n_envs=2, stop_value=0.99),
     replay=dict(capacity=20_000, min_samples=200),
     policy=dict(
         model=dict(hidden=(64, 64)),

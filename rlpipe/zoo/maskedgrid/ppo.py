@@ -13,8 +13,7 @@ POLICY = PPOPolicy
 
 config: Dict[str, Any] = dict(
     max_env_step=20_000,
-    env=dict(id="rlpipe/MaskedGrid-v0", n_envs=8, eval_n_envs=2, stop_value=0.99,
-             env_kwargs=dict(expose_mask=True)),
+    env=dict(id="rlpipe/MaskedGrid-v0", n_envs=8, eval_n_envs=2, stop_value=0.99),
     policy=dict(
         model=dict(hidden=(64, 64)),
         learn=dict(lr=1e-3, epoch_per_collect=4, batch_size=128, gamma=0.95, gae_lambda=0.9,
