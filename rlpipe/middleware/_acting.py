@@ -34,8 +34,8 @@ import numpy as np
 
 from rlpipe.engine import current_task
 
-_MASK_FIX = ("give the env no masks (EnvManager(action_masks=False)) or use a policy that takes "
-             "them (DQN, PPO)")
+_MASK_FIX = ("ignore the masks (EnvManager(action_masks=False); in the zoo `--set "
+             "env.action_masks=False`) or use a policy that takes them (DQN, PPO)")
 
 
 def supports_masks(face: Any) -> bool:

@@ -33,3 +33,16 @@ def test_without_masks_ppo_does_visibly_worse_on_the_same_budget(tmp_path, capsy
                      "--set", f"env.env_kwargs.expose_mask={expose}"]) == 0
         values[expose] = last_json(capsys)["best_eval_value"]
     assert values[True] >= 0.99 and values[False] < 0.5
+
+
+def test_config_switch_ignores_the_masks_and_a_mask_function_can_be_named(tmp_path, capsys):
+    run_dir = tmp_path / "off"
+    assert main(["train", "maskedgrid-dqn", "--run-dir", str(run_dir), "--no-progress",
+                 "--max-env-steps", "300", "--set", "env.action_masks=False"]) == 0
+    assert json.loads((run_dir / "config.json").read_text())["config"]["env"]["action_masks"] \
+        is False
+    capsys.readouterr()
+    assert main(["train", "maskedgrid-dqn", "--run-dir", str(tmp_path / "fn"), "--no-progress",
+                 "--max-env-steps", "300",
+                 "--set", "env.action_mask_fn=tests.spaces.test_masks_env:only_left_if_even"]) != 0
+    assert "shape [n_envs, n_actions]" in capsys.readouterr().err
