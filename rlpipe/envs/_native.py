@@ -230,7 +230,7 @@ class NativeBackend(Rebuilding):
             try:
                 self._vec = self._build()
                 seeds = self._rebuild_seeds()
-                obs, _ = self._vec.reset(seed=None if seeds is None else seeds[0])
+                obs, self.reset_infos = self._vec.reset(seed=None if seeds is None else seeds[0])
             except Exception:  # noqa: BLE001 - collected and re-raised below
                 errors.append(traceback.format_exc())
                 continue

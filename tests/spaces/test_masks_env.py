@@ -31,8 +31,9 @@ def test_random_masked_warmup_never_takes_an_invalid_action_in_10k_steps():
     env.close()
 
 
-def test_info_mask_after_reset_and_step_and_the_final_observations_mask_at_truncation():
-    env = EnvManager(GRID, n_envs=1, seed=0, env_kwargs=dict(max_episode_steps=2))
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_info_mask_after_reset_and_step_and_the_final_observations_mask_at_truncation(mode):
+    env = EnvManager(GRID, n_envs=1, seed=0, mode=mode, env_kwargs=dict(max_episode_steps=2))
     env.reset()
     np.testing.assert_array_equal(env.action_mask, [[False, True, False, True]])
     first = env.step(np.array([DOWN]))  # (1, 0): up and right are open
@@ -124,3 +125,39 @@ def test_a_policy_without_mask_support_is_refused_with_the_fix():
     with pytest.raises(ValueError, match="does not take them.*action_masks=False"):
         next(collector(OnlineRLContext()))
     env.close()
+
+
+class CrashingGrid(gym.Env):
+    """The masked grid, raising in its 3rd step (once per process)."""
+
+    crashed = False
+
+    def __init__(self):
+        from rlpipe.envs._maskedgrid import MaskedGridEnv
+        self.inner = MaskedGridEnv()
+        self.observation_space, self.action_space = (self.inner.observation_space,
+                                                     self.inner.action_space)
+        self.steps = 0
+
+    def reset(self, *, seed=None, options=None):
+        return self.inner.reset(seed=seed)
+
+    def step(self, action):
+        self.steps += 1
+        if self.steps == 3 and not CrashingGrid.crashed:
+            CrashingGrid.crashed = True
+            raise RuntimeError("boom")
+        return self.inner.step(action)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_masks_go_on_after_an_env_is_restarted(mode, caplog):
+    CrashingGrid.crashed = False
+    with EnvManager(CrashingGrid, n_envs=2, seed=0, mode=mode) as env:
+        env.reset()
+        moves = [np.array([DOWN, DOWN]), np.array([UP, UP])] * 3
+        results = [env.step(m) for m in moves]
+    assert env.restarts >= 1
+    assert not all(r.valid.all() for r in results)
+    for result in results:  # every step still has its masks, and they are the grid's
+        assert result.action_mask.shape == (2, 4) and result.action_mask.any(axis=1).all()
