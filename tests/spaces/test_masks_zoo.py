@@ -46,3 +46,24 @@ def test_config_switch_ignores_the_masks_and_a_mask_function_can_be_named(tmp_pa
                  "--max-env-steps", "300",
                  "--set", "env.action_mask_fn=tests.spaces.test_masks_env:only_left_if_even"]) != 0
     assert "shape [n_envs, n_actions]" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("entry, policy_cls, key", [
+    ("maskedgrid-dqn", "DQNPolicy", "next_action_mask"),
+    ("maskedgrid-ppo", "PPOPolicy", "action_mask"),
+])
+def test_the_zoo_pipelines_hand_the_masks_to_the_learner(entry, policy_cls, key, tmp_path,
+                                                         monkeypatch):
+    import rlpipe.policies as policies
+
+    cls = getattr(policies, policy_cls)
+    learn, seen = cls._forward_learn, []
+
+    def spy(self, batch):
+        seen.append(set(batch))
+        return learn(self, batch)
+
+    monkeypatch.setattr(cls, "_forward_learn", spy)
+    assert main(["train", entry, "--run-dir", str(tmp_path / "run"), "--no-progress",
+                 "--max-env-steps", "600", "--set", "env.stop_value=2"]) == 0
+    assert seen and all(key in keys for keys in seen)
