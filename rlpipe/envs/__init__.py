@@ -8,6 +8,7 @@ restarts crashed or hung envs.
 
 from rlpipe.envs._errors import EnvFailureError, MissingDependencyError, UnknownEnvError
 from rlpipe.envs._manager import EnvManager, StepResult
+from rlpipe.envs._maskedgrid import register as _register_maskedgrid
 from rlpipe.envs._obs import BatchObs, obs_to_tree
 from rlpipe.envs._registry import register_env, registered_envs, unregister_env
 
@@ -23,3 +24,5 @@ __all__ = [
     "registered_envs",
     "unregister_env",
 ]
+
+_register_maskedgrid()  # gymnasium id "rlpipe/MaskedGrid-v0"

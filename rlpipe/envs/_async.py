@@ -94,6 +94,7 @@ class AsyncBackend(Rebuilding):
             obs, more = self._rebuild_and_reset()
             return obs, [failure, *more]
         obs, infos = result
+        self.reset_infos = infos  # the manager reads action masks from it
         return copy_batch(to_batch(obs)), failures_from_info(infos, self.n_envs)[0]
 
     def step(self, actions: Any) -> Outcome:
@@ -198,6 +199,7 @@ class AsyncBackend(Rebuilding):
                 errors.append(traceback.format_exc())
                 continue
             obs, infos = result
+            self.reset_infos = infos  # the manager reads action masks from it
             return copy_batch(to_batch(obs)), failures_from_info(infos, self.n_envs)[0]
         raise EnvFailureError(
             f"could not rebuild the async vector env after {len(errors)} attempts:\n"

@@ -79,6 +79,7 @@ class LoopBackend:
                 infos = self._infos._add_info(infos, info, i)
         failures, _ = failures_from_info(infos, self.n_envs)
         self._recovering.update(j for f in failures for j in f.env_ids)
+        self.reset_infos = infos  # the manager reads action masks from it
         return self._stack(obs_list), failures
 
     def step(self, actions: Any) -> Outcome:

@@ -15,6 +15,7 @@ import numpy as np
 from rlpipe.envs._async import AsyncBackend
 from rlpipe.envs._errors import EnvFailureError
 from rlpipe.envs._loop import LoopBackend
+from rlpipe.envs._masks import MaskFn, MaskSource, load_mask_fn
 from rlpipe.envs._native import NativeBackend, native_is_known_good
 from rlpipe.envs._obs import BatchObs, check_space
 from rlpipe.envs._outcome import Failure
@@ -47,6 +48,9 @@ class StepResult:
       ``terminated``/``truncated`` False). Drop those rows. Read-only.
     - ``episodes``: ``{"env_id", "return", "length"}`` for each episode that ended in this step.
     - ``infos``: the underlying vector env's info dict, as it gave it.
+    - ``action_mask``: bool ``[n_envs, n_actions]``, the valid actions in ``obs`` (None: the env
+      gives no masks); ``next_action_mask``: those of ``next_obs`` (at a truncated episode's end
+      the final observation's; at a terminal one possibly all True, unused). See ``_masks``.
     """
 
     obs: BatchObs
@@ -57,6 +61,8 @@ class StepResult:
     valid: np.ndarray
     episodes: list[dict[str, Any]] = field(default_factory=list)
     infos: dict[str, Any] = field(default_factory=dict)
+    action_mask: np.ndarray | None = None
+    next_action_mask: np.ndarray | None = None
 
 
 class EnvManager:
@@ -88,6 +94,14 @@ class EnvManager:
             the run. ``None``: restarts are counted over the manager's whole life.
         env_kwargs: keyword arguments for ``gymnasium.make`` / the factory (merged over a short
             name's registered ones).
+        action_mask_fn: ``fn(obs, infos) -> bool [n_envs, n_actions]`` (or a ``"module:fn"``
+            string) giving the valid actions of the batched ``obs``; without it the mask comes
+            from a Dict observation's ``"action_mask"`` key or ``info["action_mask"]``.
+        action_masks: False ignores every mask source (``action_mask`` stays None).
+
+    After :meth:`reset` and each :meth:`step`, :attr:`action_mask` is the mask to act from
+    (None when the env gives none); a mask row with no valid action raises ``ValueError``
+    naming the env and the step.
 
     A sub-env that raises in ``step``/``reset`` is rebuilt and reset (its row is ``valid=False``
     and its episode is dropped; the others go on). In async mode a dead worker or a timeout
@@ -106,6 +120,8 @@ class EnvManager:
         max_restarts: int = 100,
         env_kwargs: dict[str, Any] | None = None,
         restart_window: int | None = None,
+        action_mask_fn: MaskFn | str | None = None,
+        action_masks: bool = True,
     ) -> None:
         self._closed = True  # until fully built, so close()/__del__ are safe on early errors
         _check_args(n_envs, seed, mode, step_timeout)
@@ -146,6 +162,9 @@ class EnvManager:
         except Exception:
             self.close()
             raise
+        self._masks = MaskSource(self.env_label, self.observation_space, self.action_space,
+                                 n_envs, load_mask_fn(action_mask_fn), bool(action_masks))
+        self.action_mask: np.ndarray | None = None
         self._ep_return = np.zeros(n_envs, dtype=np.float64)  # return so far, per sub-env
         self._t = 0  # steps taken by this manager
         # value of _t when each episode began (a list: a few rows are read and set faster in Python)
@@ -182,6 +201,8 @@ class EnvManager:
         self._ep_start = [self._t] * self.n_envs
         self._needs_reset = False
         self._record(failures)
+        infos = getattr(self._backend, "reset_infos", None) or {}
+        self.action_mask = self._masks.current(obs, infos, self._t)
         return obs
 
     def step(self, actions: Any) -> StepResult:
@@ -215,7 +236,14 @@ class EnvManager:
                 self._ep_start[i] = t
         if failures:
             self._record(failures)
-        return StepResult(obs, next_obs, reward, terminated, truncated, valid, episodes, infos)
+        mask = next_mask = None
+        if self._masks.enabled and (self.action_mask is not None or self._masks.fn is not None
+                                    or self._masks.from_obs):
+            mask = self._masks.current(obs, infos, t)
+            next_mask = self._masks.next(next_obs, infos, rows, mask)
+        self.action_mask = mask
+        return StepResult(obs, next_obs, reward, terminated, truncated, valid, episodes, infos,
+                          mask, next_mask)
 
     def _named(self, err: EnvFailureError) -> EnvFailureError:
         """`err` with this manager's env label (a backend's error does not know it)."""
@@ -239,7 +267,7 @@ class EnvManager:
             raise RuntimeError(f"EnvManager.{what}() called after close()")
 
     _BOOKKEEPING = ("_ep_return", "_t", "_ep_start", "_needs_reset", "_reset_count", "restarts",
-                    "_budget")
+                    "_budget", "action_mask")
 
     def get_state(self) -> bytes:
         """The whole simulation state (sub-envs, their RNGs, episode bookkeeping, the action

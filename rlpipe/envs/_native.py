@@ -172,7 +172,7 @@ class NativeBackend(Rebuilding):
         if isinstance(self._partial, CartPoleStarts):
             self._partial.clear()  # start states drawn before a reseed would not follow the seed
         try:
-            obs, _ = self._vec.reset(seed=seed)
+            obs, self.reset_infos = self._vec.reset(seed=seed)  # masks are read from it
         except Exception:  # noqa: BLE001 - the env raised: rebuild it
             failure = Failure(tuple(range(self.n_envs)), "the native vector env raised in reset()",
                               traceback.format_exc())
@@ -230,7 +230,7 @@ class NativeBackend(Rebuilding):
             try:
                 self._vec = self._build()
                 seeds = self._rebuild_seeds()
-                obs, _ = self._vec.reset(seed=None if seeds is None else seeds[0])
+                obs, self.reset_infos = self._vec.reset(seed=None if seeds is None else seeds[0])
             except Exception:  # noqa: BLE001 - collected and re-raised below
                 errors.append(traceback.format_exc())
                 continue

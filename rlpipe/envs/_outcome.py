@@ -120,7 +120,8 @@ class Rebuilding:
         zeros = np.zeros(n, dtype=np.bool_)
         return (
             obs, obs, np.zeros(n, dtype=np.float32), zeros, zeros.copy(), NO_ROWS,
-            np.ones(n, dtype=np.bool_), [failure, *more], {},
+            np.ones(n, dtype=np.bool_), [failure, *more],
+            dict(getattr(self, "reset_infos", None) or {}),  # the fresh envs' (action masks)
         )
 
     def _rebuild_seeds(self) -> list[int | None] | None:

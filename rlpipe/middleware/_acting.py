@@ -18,6 +18,11 @@ from `Acting`; a new kind of acting (hidden state per env, an agent axis) is add
   first collection and after each iteration (post-`yield`, its timing since the first release,
   which exact resume and the async runs' results rest on).
 
+Action masks (an env manager's `action_mask`, see rlpipe.envs) are added here: the cursor holds
+the mask of the observations it holds, `act` hands it to the collect face as `action_mask=` (and
+draws warm-up actions among the valid ones), and the step record carries `action_mask` and
+`next_action_mask` (the mask of `next_obs`, for DQN's target).
+
 Hidden state per env (#15) belongs in the cursor (reset where an episode starts) and the agent
 axis (#16) in `act`/`step`: the four acting middleware then have them at once.
 """
@@ -29,28 +34,49 @@ import numpy as np
 
 from rlpipe.engine import current_task
 
+_MASK_FIX = ("ignore the masks (EnvManager(action_masks=False); in the zoo `--set "
+             "env.action_masks=False`) or use a policy that takes them (DQN, PPO)")
+
+
+def supports_masks(face: Any) -> bool:
+    """Whether a policy face (or the policy behind it) takes `action_mask=`."""
+    owner = getattr(face, "policy", face)
+    return bool(getattr(owner, "supports_action_mask", getattr(face, "supports_action_mask",
+                                                                False)))
+
+
+def check_mask_support(face: Any, mask: Any) -> None:
+    """Refuse a mask for a policy that would ignore it, naming the policy and the fix."""
+    if mask is not None and not supports_masks(face):
+        owner = getattr(face, "policy", face)
+        raise ValueError(f"the env gives action masks but {type(owner).__name__} does not take "
+                         f"them (it would pick invalid actions); {_MASK_FIX}")
+
+
 class EnvCursor:
     """The observations the envs of one manager act from next; reset lazily, once.
 
     `seed` seeds that first reset (None: the manager's own seeding). `obs` is None until then.
     """
 
-    __slots__ = ("env", "obs", "seed")
+    __slots__ = ("env", "obs", "seed", "mask")
 
     def __init__(self, env: Any, seed: Optional[int] = None) -> None:
         self.env = env
         self.obs: Any = None
         self.seed = seed
+        self.mask: Optional[np.ndarray] = None  # the valid actions in `obs` (None: no masks)
 
     def current(self) -> Any:
         """The observations to act from now (resetting the envs on first use)."""
         if self.obs is None:
             self.obs = self.env.reset() if self.seed is None else self.env.reset(seed=self.seed)
+            self.mask = getattr(self.env, "action_mask", None)
         return self.obs
 
     def get_state(self) -> Dict[str, Any]:
         """What an exact resume needs beside the env state: the observations acted from next."""
-        return {"obs": self.obs}
+        return {"obs": self.obs, "mask": self.mask}
 
     def set_state(self, state: Mapping[str, Any]) -> None:
         """Restore `get_state()`'s dict (`{"obs": None}`: reset on next use)."""
@@ -58,6 +84,7 @@ class EnvCursor:
             raise KeyError(f"EnvCursor.set_state() takes get_state()'s dict {{'obs': ...}}; got "
                            f"keys {sorted(state)} (a state saved by another rlpipe version?)")
         self.obs = state["obs"]
+        self.mask = state.get("mask")  # absent in states of runs without masks
 
     def __repr__(self) -> str:
         where = "not reset yet" if self.obs is None else "reset"
@@ -110,18 +137,31 @@ class Acting:
         """(obs, what the policy returned for it, with "action"); random actions during warm-up
         (`env_step` below `random_collect_size`)."""
         obs = self.cursor.current()
+        mask = self.cursor.mask
         if env_step < self.random_collect_size:
             space = self.env.action_space
+            if mask is not None:  # only valid actions, uniformly
+                rows = np.where(mask, space.np_random.random(mask.shape), -1.0)
+                return obs, {"action": rows.argmax(axis=1) + int(space.start)}
             return obs, {"action": np.stack([space.sample() for _ in range(self.n_envs)])}
-        return obs, self.policy.forward(obs, **collect_kwargs)
+        if mask is None:
+            return obs, self.policy.forward(obs, **collect_kwargs)
+        check_mask_support(self.policy, mask)
+        return obs, self.policy.forward(obs, **collect_kwargs, action_mask=mask)
 
     def step(self, ctx: Any, obs: Any, action: Any, output: Mapping[str, Any],
              steps: List[Dict[str, Any]]) -> int:
         """Step the envs with `action`, append the step's record to `steps`, move the cursor and
         count on `ctx`; returns the number of valid rows (env steps taken)."""
+        mask = self.cursor.mask
         result = self.env.step(action)
-        steps.append(step_record(obs, action, output, result))
+        record = step_record(obs, action, output, result)
+        if mask is not None:
+            record["action_mask"] = mask
+            record["next_action_mask"] = result.next_action_mask
+        steps.append(record)
         self.cursor.obs = result.obs
+        self.cursor.mask = getattr(result, "action_mask", None)
         valid = int(np.count_nonzero(result.valid))
         ctx.env_step += valid
         if result.episodes:

@@ -9,6 +9,7 @@ import numpy as np
 from rlpipe.contexts import OnlineRLContext
 from rlpipe.engine import Role, contract, current_task
 
+from ._acting import check_mask_support
 from ._cfg import setting
 
 log = logging.getLogger(__name__)
@@ -18,15 +19,20 @@ FINAL_EVAL = "final_eval"
 
 def evaluate_episodes(policy: Any, env: Any, n_episode: int) -> List[dict]:
     """Run `n_episode` episodes, spread evenly over the envs of `env` (so short episodes are
-    not over-represented), and return their {'return', 'length'} records."""
+    not over-represented), and return their {'return', 'length'} records. Where the env gives
+    action masks (`env.action_mask`), the policy gets them as `action_mask=`."""
     n_envs = env.n_envs
     quota = np.full(n_envs, n_episode // n_envs)
     quota[: n_episode % n_envs] += 1
     done_count = np.zeros(n_envs, dtype=int)
     records: List[dict] = []
     obs = env.reset()
+    mask = getattr(env, "action_mask", None)
+    check_mask_support(policy, mask)
     while (done_count < quota).any():
-        result = env.step(policy.forward(obs)["action"])
+        output = policy.forward(obs) if mask is None else policy.forward(obs, action_mask=mask)
+        result = env.step(output["action"])
+        mask = getattr(result, "action_mask", None)
         for ep in result.episodes:
             i = ep["env_id"]
             if done_count[i] < quota[i]:

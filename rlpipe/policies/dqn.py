@@ -13,6 +13,8 @@ TD target for a transition (obs, action, reward, next_obs):
   discount = batch["discount"] (n-step: gamma**m, 0 after termination)   or
              gamma · (1 − terminated).
 Truncation (time limit) does not stop the bootstrap: next_obs is then the true final obs.
+Action masks (batch "next_action_mask"): the argmax a* runs over the next state's valid actions
+only; acting (greedy and ε-random) picks valid actions only.
 """
 from __future__ import annotations
 
@@ -31,12 +33,14 @@ from rlpipe.models import ObservationShapeError, QNetwork
 
 from ._common import (adam, check_td_batch, clone_state, grad_step, hard_update, resolve_device,
                       soft_update, td_discount)
+from ._masks import as_mask, masked_argmax, sample_valid
 from .base import Policy
 
 __all__ = ["DQNPolicy"]
 
 # Batch keys a learn step reads (others, such as "index" or "truncated", stay in numpy).
-_LEARN_KEYS = ("obs", "action", "reward", "next_obs", "terminated", "discount", "weight")
+_LEARN_KEYS = ("obs", "action", "reward", "next_obs", "terminated", "discount", "weight",
+               "next_action_mask")
 
 
 class DQNPolicy(Policy):
@@ -45,6 +49,7 @@ class DQNPolicy(Policy):
     obs_space_types = (gym.spaces.Box,)
     action_space_types = (gym.spaces.Discrete,)
     pipeline = "off-policy"  # trained by the zoo's off-policy pipeline
+    supports_action_mask = True  # collect/eval faces take action_mask=, learn next_action_mask
     explores_with_eps = True  # collect_mode.forward takes eps (the pipeline adds eps_greedy_handler)
     space_hint = ("DQN picks one of finitely many actions; for continuous control use SAC, TD3 "
                   "or PPO (get_policy('sac'), get_policy('td3'), get_policy('ppo')).")
@@ -113,8 +118,12 @@ class DQNPolicy(Policy):
             raise ValueError(f"policy.learn.grad_clip must be > 0 or None, got {learn.grad_clip}.")
 
     # --- collect: epsilon-greedy on the acting copy ---------------------------------------------
-    def _forward_collect(self, obs: Any, eps: float = 0.0) -> Dict[str, np.ndarray]:
+    def _forward_collect(self, obs: Any, eps: float = 0.0,
+                         action_mask: Any = None) -> Dict[str, np.ndarray]:
         obs = obs if isinstance(obs, np.ndarray) else np.asarray(obs)
+        mask = as_mask(action_mask, obs.shape[0], self.n_actions, "DQN collect")
+        if mask is not None:
+            return self._masked_collect(obs, eps, mask)
         if eps >= 1.0:  # all random: no need to run the network
             if obs.shape[1:] != self._obs_shape:
                 self._bad_obs(obs)
@@ -135,6 +144,16 @@ class DQNPolicy(Policy):
             action = action + self.action_offset
         return {"action": action}
 
+    def _masked_collect(self, obs: np.ndarray, eps: float, mask: np.ndarray) -> Dict[str, Any]:
+        """ε-greedy over the valid actions: greedy among them, random ones drawn among them."""
+        with torch.inference_mode():
+            q = self.acting(torch.as_tensor(obs, device=self.collect_device))
+        action = masked_argmax(q.cpu().numpy(), mask)
+        if eps > 0.0:
+            explore = self._rng.random(action.shape[0]) < eps
+            action = np.where(explore, sample_valid(self._rng, mask), action)
+        return {"action": action + self.action_offset}
+
     def _refresh(self) -> None:
         with self._lock:
             hard_update(self.acting, self.online)
@@ -145,11 +164,12 @@ class DQNPolicy(Policy):
             f"of shape [B, {', '.join(map(str, self._obs_shape))}]; got {obs.shape}.")
 
     # --- eval: greedy on the online network ------------------------------------------------------
-    def _forward_eval(self, obs: Any) -> Dict[str, np.ndarray]:
+    def _forward_eval(self, obs: Any, action_mask: Any = None) -> Dict[str, np.ndarray]:
         obs = obs if isinstance(obs, np.ndarray) else np.asarray(obs)
+        mask = as_mask(action_mask, obs.shape[0], self.n_actions, "DQN eval")
         with self._lock, torch.inference_mode():
             q = self.online(torch.as_tensor(obs, device=self.device))
-        return {"action": q.cpu().numpy().argmax(axis=1) + self.action_offset}
+        return {"action": masked_argmax(q.cpu().numpy(), mask) + self.action_offset}
 
     # --- learn: one gradient step on a batch -----------------------------------------------------
     def _forward_learn(self, batch: Mapping[str, Any]) -> Dict[str, Any]:
@@ -163,10 +183,12 @@ class DQNPolicy(Policy):
 
         with torch.no_grad():
             next_q_target = self.target(b["next_obs"])
-            if c.double_q:  # double-Q: the online net chooses, the target net evaluates
-                next_action = self.online(b["next_obs"]).argmax(dim=1, keepdim=True)
-            else:
-                next_action = next_q_target.argmax(dim=1, keepdim=True)
+            # double-Q: the online net chooses, the target net evaluates
+            chooser = self.online(b["next_obs"]) if c.double_q else next_q_target
+            next_mask = b.get("next_action_mask")
+            if next_mask is not None:  # choose among the next state's valid actions only
+                chooser = chooser.masked_fill(~next_mask.bool(), float("-inf"))
+            next_action = chooser.argmax(dim=1, keepdim=True)
             next_value = next_q_target.gather(1, next_action).squeeze(1)
             discount = td_discount(b, c.gamma)
             td_target = b["reward"].float() + discount * next_value

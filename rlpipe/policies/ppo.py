@@ -16,6 +16,8 @@ learn, per rollout: `epoch_per_collect` passes over shuffled minibatches of `bat
 then a gradient step with the global grad norm clipped to grad_clip. The learning rate is constant
 or decays linearly to 0 over `lr_decay_env_steps` env steps (rows learned from). With target_kl
 set, the epochs stop early once an epoch's mean approx-KL exceeds it.
+Action masks (Discrete): invalid logits are pushed to −1e8 (_masks.masked_categorical) when
+acting, in log π(a|s) of the update (batch "action_mask") and in the entropy.
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ from rlpipe.data import to_torch
 from rlpipe.models import ActorCritic
 
 from ._common import adam, clone_state, grad_step, hard_update, resolve_device
+from ._masks import as_mask, masked_categorical
 from .base import Policy, _CollectFace
 
 __all__ = ["PPOPolicy"]
@@ -56,6 +59,7 @@ class PPOPolicy(Policy):
     """Proximal policy optimisation (clipped objective) with an actor-critic network."""
 
     pipeline = "on-policy"  # trained by the zoo's on-policy pipeline
+    supports_action_mask = True  # Discrete: faces take action_mask=, learn reads "action_mask"
     obs_space_types = (gym.spaces.Box,)
     action_space_types = (gym.spaces.Discrete, gym.spaces.Box)
     space_hint = "PPO acts in Discrete(n) or 1-D Box action spaces."
@@ -154,10 +158,12 @@ class PPOPolicy(Policy):
                                  f"got {learn[key]}.")
 
     # --- collect: sample from π_old on the acting copy ------------------------------------------
-    def _forward_collect(self, obs: Any) -> Dict[str, np.ndarray]:
+    def _forward_collect(self, obs: Any, action_mask: Any = None) -> Dict[str, np.ndarray]:
         obs_t = torch.as_tensor(np.asarray(obs), device=self.collect_device)
+        mask = self._mask(action_mask, obs_t.shape[0], "collect", self.collect_device)
         with torch.inference_mode():
             dist, value = self.acting(obs_t)
+            dist = masked_categorical(dist, mask)
             if self.discrete:
                 raw = torch.multinomial(dist.probs, 1, generator=self._collect_rng).squeeze(1)
             else:
@@ -186,10 +192,26 @@ class PPOPolicy(Policy):
             hard_update(self.acting, self.model)
 
     # --- eval: the mode of π (argmax / mean) on the learner's network ---------------------------
-    def _forward_eval(self, obs: Any) -> Dict[str, np.ndarray]:
+    def _mask(self, action_mask: Any, batch: int, face: str,
+              device: torch.device) -> torch.Tensor | None:
+        """`action_mask` as a bool tensor (None: no mask); Discrete actions only."""
+        if action_mask is None:
+            return None
+        if not self.discrete:
+            raise ValueError(f"PPO {face}: action masks need a Discrete action space, this policy "
+                             f"acts in {self.action_space}; give the env no masks")
+        n = int(self.action_space.n)
+        return torch.as_tensor(as_mask(action_mask, batch, n, f"PPO {face}"), device=device)
+
+    def _forward_eval(self, obs: Any, action_mask: Any = None) -> Dict[str, np.ndarray]:
         obs_t = torch.as_tensor(np.asarray(obs), device=self.device)
+        mask = self._mask(action_mask, obs_t.shape[0], "eval", self.device)
         with self._lock, torch.inference_mode():
-            action = self.model.mode(obs_t).cpu().numpy()
+            if mask is None:
+                action = self.model.mode(obs_t).cpu().numpy()
+            else:  # the most likely valid action
+                action = masked_categorical(self.model.dist(obs_t), mask).logits.argmax(-1)
+                action = action.cpu().numpy()
         if self.discrete:
             return {"action": action + self.action_offset}
         return {"action": np.clip(action, self._low, self._high)}
@@ -212,6 +234,8 @@ class PPOPolicy(Policy):
                            "rollout through gae_estimator (adds adv/return) from a PPO collect_mode "
                            "(logp, value); random warm-up steps have no logp: set "
                            "policy.collect.random_collect_size=0.")
+        if "action_mask" in batch:
+            keys.append("action_mask")
         b = to_torch({k: batch[k] for k in keys}, self.device)
         n = int(b["adv"].shape[0])
         if n == 0:
@@ -243,6 +267,8 @@ class PPOPolicy(Policy):
                 idx: torch.Tensor) -> torch.Tensor:
         c = self.cfg.learn
         dist, value = self.model(b["obs"][idx])
+        if "action_mask" in b:  # the same masked π that acted: in log π(a|s) and the entropy
+            dist = masked_categorical(dist, b["action_mask"][idx])
         log_ratio = dist.log_prob(action[idx]) - b["logp"][idx]
         ratio = log_ratio.exp()
         adv = b["adv"][idx].float()

@@ -11,6 +11,7 @@ from rlpipe.envs import EnvManager
 from rlpipe.middleware import evaluate_episodes, load_checkpoint
 from rlpipe.runs import BEST_CHECKPOINT, FINAL_CHECKPOINT, CheckpointError, RunDir
 
+from ._offpolicy import mask_settings
 from ._registry import get_entry
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,8 @@ def evaluate_run(target: str, episodes: int = 10, seed: int = 12345) -> Dict[str
         raise ValueError(f"{run.config}: {message}") from err
     checkpoint = _load(target, run)
     env = EnvManager(cfg.env.id, n_envs=min(episodes, cfg.env.eval_n_envs), seed=seed,
-                     mode=cfg.env.mode, env_kwargs=dict(cfg.env.env_kwargs) or None)
+                     mode=cfg.env.mode, env_kwargs=dict(cfg.env.env_kwargs) or None,
+                     **mask_settings(cfg.env))
     try:
         policy = entry.policy_cls(cfg.policy, env.observation_space, env.action_space)
         policy.load_state_dict(checkpoint["policy"])

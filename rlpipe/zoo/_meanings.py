@@ -34,6 +34,9 @@ RUN_MEANINGS: Dict[str, str] = {
     "env.stop_value": "finish when the mean eval return reaches this (None: run the budget)",
     "env.step_timeout": "seconds an env step may take before the env is restarted (async mode)",
     "env.env_kwargs": "keyword arguments for gymnasium.make (or the env factory)",
+    "env.action_masks": "hand the env's action masks to the policy (False: ignore them)",
+    "env.action_mask_fn": "'module:function' giving the action mask from (obs, infos); None: "
+                          "the env's info['action_mask'] or obs key 'action_mask'",
     "env.max_restarts": "env restarts (crashes, hangs) allowed within restart_window steps; one "
                         "more stops the run, naming the env and its last traceback",
     "env.restart_window": "batched env steps over which max_restarts counts (None: the whole run)",

@@ -33,7 +33,8 @@ RUN_DEFAULTS: Dict[str, Any] = dict(
     # env manager (batched steps; None: the whole run); one more stops the run, naming the env
     # and its last traceback. An env that crashes now and then runs on; a crash loop stops.
     env=dict(id=None, n_envs=8, eval_n_envs=5, mode="auto", stop_value=None, step_timeout=None,
-             env_kwargs={}, max_restarts=10, restart_window=1000),
+             env_kwargs={}, max_restarts=10, restart_window=1000,
+             action_masks=True, action_mask_fn=None),
     replay=dict(capacity=100_000, prioritized=False, alpha=0.6, beta=0.4, min_samples=1000,
                 max_updates_per_step=None, save_buffer=True),
     logger=dict(tensorboard=True),
@@ -57,6 +58,12 @@ def resolve_config(policy_cls: Any, entry_config: Mapping,
     return check_config(merge_config(cfg, user or {}))
 
 
+def mask_settings(env_cfg: Any) -> dict:
+    """EnvManager's action-mask arguments from the env section (configs older than them: on)."""
+    return dict(action_masks=bool(env_cfg.get("action_masks", True)),
+                action_mask_fn=env_cfg.get("action_mask_fn"))
+
+
 def make_envs(cfg: Any) -> tuple:
     """The collector's and the evaluator's env managers. In a process of a distributed run that
     does not collect (or evaluate), that one is a single in-process env: it only gives the
@@ -64,7 +71,8 @@ def make_envs(cfg: Any) -> tuple:
     env_cfg = cfg.env
     common = dict(mode=env_cfg.mode, step_timeout=env_cfg.step_timeout,
                   env_kwargs=dict(env_cfg.env_kwargs) or None,
-                  max_restarts=env_cfg.max_restarts, restart_window=env_cfg.restart_window)
+                  max_restarts=env_cfg.max_restarts, restart_window=env_cfg.restart_window,
+                  **mask_settings(env_cfg))
     spaces_only = dict(common, mode="sync", step_timeout=None)
     collector_env = EnvManager(env_cfg.id, n_envs=env_cfg.n_envs, seed=cfg.seed, **common) \
         if task.serves(Role.COLLECTOR) else EnvManager(env_cfg.id, seed=cfg.seed, **spaces_only)

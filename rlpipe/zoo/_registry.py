@@ -30,6 +30,8 @@ ENTRIES: Dict[str, str] = {
     "cartpole-ppo": "rlpipe.zoo.cartpole.ppo",
     "pendulum-ppo": "rlpipe.zoo.pendulum.ppo",
     "lunarlander-ppo": "rlpipe.zoo.lunarlander.ppo",
+    "maskedgrid-dqn": "rlpipe.zoo.maskedgrid.dqn",
+    "maskedgrid-ppo": "rlpipe.zoo.maskedgrid.ppo",
 }
 
 

@@ -1,0 +1,1 @@
+"""Zoo entries for rlpipe/MaskedGrid-v0 (action masks)."""
