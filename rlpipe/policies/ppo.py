@@ -30,7 +30,7 @@ from easydict import EasyDict
 from torch import nn
 
 from rlpipe.data import to_torch
-from rlpipe.models import ActorCritic
+from rlpipe.models import ActorCritic, obs_as_tensor
 
 from ._common import adam, clone_state, grad_step, hard_update, resolve_device
 from .base import Policy, _CollectFace
@@ -56,7 +56,8 @@ class PPOPolicy(Policy):
     """Proximal policy optimisation (clipped objective) with an actor-critic network."""
 
     pipeline = "on-policy"  # trained by the zoo's on-policy pipeline
-    obs_space_types = (gym.spaces.Box,)
+    obs_space_types = (gym.spaces.Box, gym.spaces.Dict, gym.spaces.Tuple, gym.spaces.Discrete,
+                       gym.spaces.MultiDiscrete)
     action_space_types = (gym.spaces.Discrete, gym.spaces.Box)
     space_hint = "PPO acts in Discrete(n) or 1-D Box action spaces."
 
@@ -71,6 +72,7 @@ class PPOPolicy(Policy):
                 share_encoder=False,  # one encoder for actor and critic (e.g. for images)
                 init_log_std=0.0,     # Box actions: initial log-std of the Gaussian
                 obs_norm=False,       # running mean/std observation normalisation (vectors)
+                encoders=dict(),      # per Dict key encoder kind, e.g. {"image": "mlp"}
             ),
             learn=dict(
                 lr=3e-4,              # Adam learning rate (the start value when decaying)
@@ -111,7 +113,8 @@ class PPOPolicy(Policy):
                                      _ACTIVATIONS[c.model.activation],
                                      share_encoder=c.model.share_encoder,
                                      init_log_std=c.model.init_log_std,
-                                     obs_norm=c.model.obs_norm)
+                                     obs_norm=c.model.obs_norm,
+                                     encoders=c.model.encoders)
         self.model.to(self.device)
         self.acting = copy.deepcopy(self.model).to(self.collect_device).requires_grad_(False)
         self._params = list(self.model.parameters())
@@ -155,7 +158,7 @@ class PPOPolicy(Policy):
 
     # --- collect: sample from π_old on the acting copy ------------------------------------------
     def _forward_collect(self, obs: Any) -> Dict[str, np.ndarray]:
-        obs_t = torch.as_tensor(np.asarray(obs), device=self.collect_device)
+        obs_t = obs_as_tensor(obs, self.collect_device)
         with torch.inference_mode():
             dist, value = self.acting(obs_t)
             if self.discrete:
@@ -178,7 +181,7 @@ class PPOPolicy(Policy):
     def value(self, obs: Any) -> np.ndarray:
         """V(obs) of the acting copy, float32 [B] (the critic that valued the rollout)."""
         with torch.inference_mode():
-            v = self.acting.value(torch.as_tensor(np.asarray(obs), device=self.collect_device))
+            v = self.acting.value(obs_as_tensor(obs, self.collect_device))
         return v.cpu().numpy()
 
     def _refresh(self) -> None:
@@ -187,7 +190,7 @@ class PPOPolicy(Policy):
 
     # --- eval: the mode of π (argmax / mean) on the learner's network ---------------------------
     def _forward_eval(self, obs: Any) -> Dict[str, np.ndarray]:
-        obs_t = torch.as_tensor(np.asarray(obs), device=self.device)
+        obs_t = obs_as_tensor(obs, self.device)
         with self._lock, torch.inference_mode():
             action = self.model.mode(obs_t).cpu().numpy()
         if self.discrete:
