@@ -2,12 +2,14 @@
 sync and async, and an exact resume — all through the CLI."""
 import json
 
+import numpy as np
 import pytest
 import torch
 
 from rlpipe.cli import main
+from rlpipe.data import ReplayBuffer
+from rlpipe.data._serialize import load_state
 from rlpipe.middleware import load_checkpoint
-from rlpipe.models import MultiPartEncoder
 
 ENV = "tests.spaces.test_dict_obs_env:"
 SMALL = {
@@ -74,6 +76,28 @@ def test_encoder_override_reaches_the_model_from_the_command_line(tmp_path):
     online = _weights(tmp_path / "run")["online"]
     assert not any("parts.1.net" in k for k in online)  # no conv trunk: the image is read flat
     assert online["encoder.mlp.net.0.weight"].shape[1] == 3 + 6 * 6 * 3 + 3
+
+
+def test_dict_observations_cross_the_exchange_to_a_learner(tmp_path):
+    """A collector process sends Dict-observation transitions to the learner (local backend)."""
+    assert _train(tmp_path / "run", "dqn", "make_discrete", "--max-env-steps", "1024",
+                  "--collectors", "1", "--backend", "local") == 0
+    _check_saved_buffer(tmp_path / "run")
+
+
+def _check_saved_buffer(run_dir):
+    states = sorted((run_dir / "ckpt").glob("state_*/buffer.npz"))
+    assert states, "no buffer.npz was checkpointed"
+    buf = ReplayBuffer(load_state(str(states[-1]))["capacity"])
+    buf.load(str(states[-1]))
+    batch = buf.sample(8)
+    assert batch["obs"]["image"].dtype == np.uint8 and batch["obs"]["image"].shape == (8, 6, 6, 3)
+    assert batch["next_obs"]["flag"].dtype == np.int64 and batch["obs"]["vec"].shape == (8, 3)
+
+
+def test_checkpointed_buffer_holds_dict_obs_with_uint8_images(tmp_path):
+    assert _train(tmp_path / "run", "dqn", "make_discrete", "--max-env-steps", "512") == 0
+    _check_saved_buffer(tmp_path / "run")
 
 
 @pytest.mark.slow
