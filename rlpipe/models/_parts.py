@@ -8,7 +8,9 @@ Kinds (the values of ``model.encoders.<key>``):
   "mlp"     — the same as "flat" (the encoder's MLP follows): an image read as a flat vector
   "conv"    — a conv trunk: the Nature trunk for frames of at least 36×36, else a small 2×2 trunk
   "nature"  — the Nature-DQN trunk (frames of at least 36×36)
-  "smallconv" — three 2×2 convolutions (16, 32, 64), for small grids such as MiniGrid's 7×7
+  "smallconv" — three 2×2 convolutions (16, 32, 64), for small images (fewer than 36×36)
+  "grid"    — the same small trunk on the raw integer values (no /255): for symbolic grids whose
+              numbers are object ids, not intensities (MiniGrid's image: ids 0–10)
   "onehot"  — Discrete / MultiDiscrete as one-hot vectors (concatenated per dimension)
   "embed"   — Discrete / MultiDiscrete as learned 8-dim embeddings (concatenated)
   "skip"    — left out
@@ -26,7 +28,7 @@ from torch import nn
 from ._errors import ObservationShapeError, UnsupportedSpaceError
 from .conv import ConvTrunk
 
-KINDS = ("flat", "mlp", "conv", "nature", "smallconv", "onehot", "embed", "skip")
+KINDS = ("flat", "mlp", "conv", "nature", "smallconv", "grid", "onehot", "embed", "skip")
 EMBED_DIM = 8
 
 
@@ -72,16 +74,18 @@ class FlatPart(nn.Module):
 
 class SmallConvTrunk(nn.Module):
     """Conv(16, 2×2) → Conv(32, 2×2) → Conv(64, 2×2), ReLU after each, flattened: a trunk for
-    small grids (at least 4×4), e.g. MiniGrid's 7×7×3 view. uint8 inputs are divided by 255."""
+    small grids (at least 4×4), e.g. MiniGrid's 7×7×3 view. uint8 inputs are divided by 255
+    unless `scale=False` (symbolic grids: the integers are used as they are)."""
 
     def __init__(self, in_channels: int, height: int, width: int, *,
-                 channels_last: bool = False) -> None:
+                 channels_last: bool = False, scale: bool = True) -> None:
         super().__init__()
         if min(height, width) < 4:
             raise ValueError(f"SmallConvTrunk needs grids of at least 4×4, got {height}×{width}; "
                              "use model.encoders.<key>='flat' for smaller ones.")
         self.in_shape = (height, width, in_channels) if channels_last else (in_channels, height, width)
         self.channels_last = channels_last
+        self.scale = scale
         self.net = nn.Sequential(
             nn.Conv2d(in_channels, 16, 2), nn.ReLU(),
             nn.Conv2d(16, 32, 2), nn.ReLU(),
@@ -96,7 +100,7 @@ class SmallConvTrunk(nn.Module):
             raise ObservationShapeError(
                 f"SmallConvTrunk expects {layout} = [B, {', '.join(map(str, self.in_shape))}], "
                 f"got {tuple(x.shape)}.")
-        x = x.float() / 255.0 if x.dtype == torch.uint8 else x.float()
+        x = x.float() / 255.0 if self.scale and x.dtype == torch.uint8 else x.float()
         if self.channels_last:
             x = x.permute(0, 3, 1, 2)
         return self.net(x)
@@ -145,7 +149,7 @@ def build_part(space: gym.Space, kind: str, where: str) -> nn.Module:
                 f"model.encoders.{where}={kind!r} needs a Discrete or MultiDiscrete part, got "
                 f"{space!r}; use 'flat' (vectors) or 'conv' (images).")
         return CategoricalPart(space, kind, where)
-    if kind in ("conv", "nature", "smallconv"):
+    if kind in ("conv", "nature", "smallconv", "grid"):
         if not is_image(space):
             raise UnsupportedSpaceError(
                 f"model.encoders.{where}={kind!r} needs an image (a 3-D Box), got {space!r}; "
@@ -155,7 +159,7 @@ def build_part(space: gym.Space, kind: str, where: str) -> nn.Module:
         c, h, w = (shape[2], shape[0], shape[1]) if last else shape
         if kind == "nature" or (kind == "conv" and min(h, w) >= 36):
             return ConvTrunk(c, h, w, channels_last=last)
-        return SmallConvTrunk(c, h, w, channels_last=last)
+        return SmallConvTrunk(c, h, w, channels_last=last, scale=kind != "grid")
     if categorical:  # "flat" / "mlp" on a categorical part: its one-hot vector
         return CategoricalPart(space, "onehot", where)
     if not isinstance(space, (gym.spaces.Box, gym.spaces.MultiBinary)):

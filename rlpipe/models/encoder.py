@@ -121,6 +121,11 @@ def _custom_part(spec: str, space: gym.Space, where: str) -> nn.Module:
     return part
 
 
+def _is_text(space: gym.Space) -> bool:
+    """A Text part (or MiniGrid's MissionSpace, a text space of its own)."""
+    return isinstance(space, gym.spaces.Text) or type(space).__name__ == "MissionSpace"
+
+
 def _leaves(space: gym.Space, overrides: Any, prefix: str
             ) -> Iterator[Tuple[str, gym.Space, Optional[Any]]]:
     """(key path, leaf space, override or None) in sorted-key order; skips action masks."""
@@ -179,8 +184,8 @@ def build_encoder(obs_space: gym.Space, hidden: Sequence[int] = (256, 256),
         if isinstance(override, str) and ":" in override:
             parts[path] = _custom_part(override, leaf, where)
             continue
-        if isinstance(leaf, gym.spaces.Text) and override is None:
-            log.info("observation part %r (a Text space) is left out of the model's input; give "
+        if _is_text(leaf) and override is None:
+            log.info("observation part %r (a text space) is left out of the model's input; give "
                      "it an encoder with model.encoders.%s='module:function'", where, where)
             continue
         kind = override if isinstance(override, str) else None

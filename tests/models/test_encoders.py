@@ -134,3 +134,20 @@ def test_treetensor_batches_work():
     batch = {k: np.stack([s.sample() for _ in range(4)]) for k, s in DICT.items()}
     obs = to_torch({"obs": batch})["obs"]
     assert build_encoder(DICT, (8,))(obs[torch.tensor([0, 2])]).shape == (2, 8)
+
+
+def test_grid_kind_keeps_object_ids_unscaled():
+    grid = build_encoder(GRID, (8,), encoders=None)
+    raw = build_encoder(gym.spaces.Dict({"image": GRID}), (8,), encoders={"image": "grid"})
+    assert grid.trunk.scale and not raw.parts[0].scale
+
+
+def test_minigrid_mission_space_is_left_out(caplog):
+    minigrid = pytest.importorskip("minigrid")
+    env = gym.make("MiniGrid-DoorKey-5x5-v0")
+    with caplog.at_level(logging.INFO, logger="rlpipe"):
+        enc = build_encoder(env.observation_space, (8,))
+    assert enc.paths == ("direction", "image")
+    assert any("'mission'" in r.getMessage() and "left out" in r.getMessage()
+               for r in caplog.records)
+    assert minigrid
