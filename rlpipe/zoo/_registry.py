@@ -30,6 +30,7 @@ ENTRIES: Dict[str, str] = {
     "cartpole-ppo": "rlpipe.zoo.cartpole.ppo",
     "pendulum-ppo": "rlpipe.zoo.pendulum.ppo",
     "lunarlander-ppo": "rlpipe.zoo.lunarlander.ppo",
+    "minigrid-doorkey-ppo": "rlpipe.zoo.minigrid.ppo",
 }
 
 
