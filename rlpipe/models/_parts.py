@@ -9,8 +9,10 @@ Kinds (the values of ``model.encoders.<key>``):
   "conv"    — a conv trunk: the Nature trunk for frames of at least 36×36, else a small 2×2 trunk
   "nature"  — the Nature-DQN trunk (frames of at least 36×36)
   "smallconv" — three 2×2 convolutions (16, 32, 64), for small images (fewer than 36×36)
-  "grid"    — the same small trunk on the raw integer values (no /255): for symbolic grids whose
-              numbers are object ids, not intensities (MiniGrid's image: ids 0–10)
+  "grid"    — the same small trunk on the raw integer values (unscaled)
+
+uint8 parts are scaled to [0, 1] by the space's upper bounds (pixels: 255; a grid of object ids
+declared as Box(0, 10): 10), except by the Nature trunk, which divides by 255.
   "onehot"  — Discrete / MultiDiscrete as one-hot vectors (concatenated per dimension)
   "embed"   — Discrete / MultiDiscrete as learned 8-dim embeddings (concatenated)
   "skip"    — left out
@@ -53,14 +55,24 @@ def default_kind(space: gym.Space) -> str:
     raise UnsupportedSpaceError(f"no encoder for observation part {space!r}")
 
 
+def uint8_scale(space: gym.Space) -> torch.Tensor | None:
+    """1 / the space's upper bounds, per element, for a uint8 Box (so inputs land in [0, 1]:
+    pixels are divided by 255, a grid of ids 0–10 declared as Box(0, 10) by 10); else None."""
+    if not (isinstance(space, gym.spaces.Box) and space.dtype == np.uint8):
+        return None
+    return torch.as_tensor(1.0 / np.maximum(space.high.astype(np.float32), 1.0))
+
+
 class FlatPart(nn.Module):
-    """[B, *shape] → [B, prod(shape)] floats; uint8 inputs are divided by 255."""
+    """[B, *shape] → [B, prod(shape)] floats; uint8 inputs are scaled to [0, 1] by the space's
+    upper bounds."""
 
     def __init__(self, space: gym.Space, where: str) -> None:
         super().__init__()
         self.shape = tuple(space.shape)
         self.where = where
         self.out_dim = int(np.prod(self.shape)) if self.shape else 1
+        self.register_buffer("inv_high", uint8_scale(space), persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if tuple(x.shape[1:]) != self.shape:
@@ -68,17 +80,19 @@ class FlatPart(nn.Module):
                 f"observation part {self.where} expects a batch [B, "
                 f"{', '.join(map(str, self.shape))}], got {tuple(x.shape)}; check that the env "
                 "and the policy use the same observation space.")
-        x = x.float() / 255.0 if x.dtype == torch.uint8 else x.float()
+        x = x.float() * self.inv_high if self.inv_high is not None else x.float()
         return x.reshape(x.shape[0], self.out_dim)
 
 
 class SmallConvTrunk(nn.Module):
     """Conv(16, 2×2) → Conv(32, 2×2) → Conv(64, 2×2), ReLU after each, flattened: a trunk for
-    small grids (at least 4×4), e.g. MiniGrid's 7×7×3 view. uint8 inputs are divided by 255
-    unless `scale=False` (symbolic grids: the integers are used as they are)."""
+    small grids (at least 4×4), e.g. MiniGrid's 7×7×3 view. uint8 inputs are multiplied by
+    `inv_high` (1 / the space's upper bounds, shaped like one input) when given, else divided by
+    255; with `scale=False` they are used as they are (symbolic grids of ids)."""
 
     def __init__(self, in_channels: int, height: int, width: int, *,
-                 channels_last: bool = False, scale: bool = True) -> None:
+                 channels_last: bool = False, scale: bool = True,
+                 inv_high: torch.Tensor | None = None) -> None:
         super().__init__()
         if min(height, width) < 4:
             raise ValueError(f"SmallConvTrunk needs grids of at least 4×4, got {height}×{width}; "
@@ -86,6 +100,7 @@ class SmallConvTrunk(nn.Module):
         self.in_shape = (height, width, in_channels) if channels_last else (in_channels, height, width)
         self.channels_last = channels_last
         self.scale = scale
+        self.register_buffer("inv_high", inv_high if scale else None, persistent=False)
         self.net = nn.Sequential(
             nn.Conv2d(in_channels, 16, 2), nn.ReLU(),
             nn.Conv2d(16, 32, 2), nn.ReLU(),
@@ -100,7 +115,10 @@ class SmallConvTrunk(nn.Module):
             raise ObservationShapeError(
                 f"SmallConvTrunk expects {layout} = [B, {', '.join(map(str, self.in_shape))}], "
                 f"got {tuple(x.shape)}.")
-        x = x.float() / 255.0 if self.scale and x.dtype == torch.uint8 else x.float()
+        if self.scale and x.dtype == torch.uint8:
+            x = x.float() * self.inv_high if self.inv_high is not None else x.float() / 255.0
+        else:
+            x = x.float()
         if self.channels_last:
             x = x.permute(0, 3, 1, 2)
         return self.net(x)
@@ -159,7 +177,8 @@ def build_part(space: gym.Space, kind: str, where: str) -> nn.Module:
         c, h, w = (shape[2], shape[0], shape[1]) if last else shape
         if kind == "nature" or (kind == "conv" and min(h, w) >= 36):
             return ConvTrunk(c, h, w, channels_last=last)
-        return SmallConvTrunk(c, h, w, channels_last=last, scale=kind != "grid")
+        return SmallConvTrunk(c, h, w, channels_last=last, scale=kind != "grid",
+                              inv_high=uint8_scale(space))
     if categorical:  # "flat" / "mlp" on a categorical part: its one-hot vector
         return CategoricalPart(space, "onehot", where)
     if not isinstance(space, (gym.spaces.Box, gym.spaces.MultiBinary)):

@@ -58,7 +58,7 @@ class DQNPolicy(Policy):
             model=dict(
                 hidden=(128, 128),   # fully connected layers (after the conv trunk for images)
                 dueling=False,       # dueling head: Q = V + A - mean(A)
-                encoders=dict(),     # per Dict key encoder kind, e.g. {"image": "mlp"}
+                encoders={},         # per Dict key encoder kind, e.g. {"image": "mlp"}
             ),
             learn=dict(
                 lr=1e-3,             # Adam learning rate

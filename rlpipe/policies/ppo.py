@@ -72,7 +72,7 @@ class PPOPolicy(Policy):
                 share_encoder=False,  # one encoder for actor and critic (e.g. for images)
                 init_log_std=0.0,     # Box actions: initial log-std of the Gaussian
                 obs_norm=False,       # running mean/std observation normalisation (vectors)
-                encoders=dict(),      # per Dict key encoder kind, e.g. {"image": "mlp"}
+                encoders={},          # per Dict key encoder kind, e.g. {"image": "mlp"}
             ),
             learn=dict(
                 lr=3e-4,              # Adam learning rate (the start value when decaying)

@@ -53,7 +53,7 @@ class SACPolicy(TwinCriticPolicy):
             model=dict(
                 actor_hidden=(256, 256),   # actor MLP layers
                 critic_hidden=(256, 256),  # each Q network's MLP layers (input: obs ⊕ action)
-                encoders=dict(),           # per Dict key encoder kind, e.g. {"image": "mlp"}
+                encoders={},               # per Dict key encoder kind, e.g. {"image": "mlp"}
                 log_std_min=-5.0,          # the actor's log std is squashed into [min, max]
                 log_std_max=2.0,           # (the max of that range)
             ),

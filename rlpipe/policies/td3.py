@@ -54,7 +54,7 @@ class TD3Policy(TwinCriticPolicy):
             model=dict(
                 actor_hidden=(256, 256),   # actor MLP layers
                 critic_hidden=(256, 256),  # each Q network's MLP layers (input: obs ⊕ action)
-                encoders=dict(),           # per Dict key encoder kind, e.g. {"image": "mlp"}
+                encoders={},               # per Dict key encoder kind, e.g. {"image": "mlp"}
             ),
             learn=dict(
                 batch_size=256,      # rows per learn step (read by the learner middleware)
