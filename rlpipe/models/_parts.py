@@ -152,6 +152,8 @@ class CategoricalPart(nn.Module):
         x = x - self.start
         if self.embed is not None:
             return torch.cat([emb(x[:, i]) for i, emb in enumerate(self.embed)], dim=-1)
+        if len(self.sizes) == 1:
+            return F.one_hot(x[:, 0], self.sizes[0]).float()
         return torch.cat([F.one_hot(x[:, i], n).float() for i, n in enumerate(self.sizes)], dim=-1)
 
 

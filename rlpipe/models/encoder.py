@@ -81,19 +81,22 @@ class MultiPartEncoder(nn.Module):
         self.space_repr = repr(obs_space)
         self.paths: Tuple[str, ...] = tuple(parts)
         self.parts = nn.ModuleList(parts[p] for p in self.paths)
+        # (path keys, part) pairs as a plain tuple: the per-step path below skips
+        # Module.__call__ (as MLP does; hooks on the parts are not run, hooks on self are)
+        self._steps = tuple((tuple(p.split("/")) if p else (), parts[p]) for p in self.paths)
         self.mlp = mlp
         self.out_dim = mlp.out_dim if mlp is not None else in_dim
 
-    def _leaf(self, obs: Any, path: str) -> torch.Tensor:
+    def _leaf(self, obs: Any, path: Tuple[str, ...]) -> torch.Tensor:
         node = obs
         if path:
-            for key in path.split("/"):
+            for key in path:
                 try:
                     node = node[key]
                 except (KeyError, IndexError, TypeError) as exc:
                     raise ObservationShapeError(
                         f"this model was built for observation space {self.space_repr}; the "
-                        f"batch has no part {path!r} ({type(exc).__name__}: {exc}). Pass "
+                        f"batch has no part {'/'.join(path)!r} ({type(exc).__name__}: {exc}). Pass "
                         "observations as nested dicts of arrays, as the env manager batches "
                         "them.") from exc
         if not isinstance(node, torch.Tensor):
@@ -101,7 +104,7 @@ class MultiPartEncoder(nn.Module):
         return node
 
     def forward(self, obs: Any) -> torch.Tensor:
-        feats = [part(self._leaf(obs, path)) for path, part in zip(self.paths, self.parts)]
+        feats = [part.forward(self._leaf(obs, path)) for path, part in self._steps]
         x = feats[0] if len(feats) == 1 else torch.cat(feats, dim=-1)
         return self.mlp(x) if self.mlp is not None else x
 
