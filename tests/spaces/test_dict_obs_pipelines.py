@@ -100,6 +100,15 @@ def test_checkpointed_buffer_holds_dict_obs_with_uint8_images(tmp_path):
     _check_saved_buffer(tmp_path / "run")
 
 
+def test_unknown_encoder_kind_or_key_is_a_clear_cli_error(tmp_path, capsys):
+    assert _train(tmp_path / "a", "dqn", "make_discrete", "--max-env-steps", "256",
+                  "--set", "policy.model.encoders.image=cnn") == 2
+    assert "model.encoders.image='cnn': unknown encoder kind; choose one of" in capsys.readouterr().err
+    assert _train(tmp_path / "b", "dqn", "make_discrete", "--max-env-steps", "256",
+                  "--set", "policy.model.encoders.imgae=mlp") == 2
+    assert "has no part 'imgae' (its parts: ['flag', 'image', 'vec'])" in capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_dqn_learns_from_every_part_of_a_dict_observation(tmp_path, capsys):
     """Reward needs the Discrete part and one image pixel: chance is 8 per episode of 16,
