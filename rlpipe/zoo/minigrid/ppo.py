@@ -4,7 +4,8 @@ the small 2×2 conv trunk, the direction one-hot, one shared encoder for actor a
 
 Target: mean eval return >= 0.85 within 500k env steps. Hyperparameters in the spirit of
 rl-starter-files' MiniGrid PPO (16 envs × 128 steps per rollout, 4 epochs, minibatches of 256,
-lr 7e-4, entropy bonus 0.01). `--set env.id=MiniGrid-Empty-5x5-v0` (or another id in
+lr 7e-4 decaying linearly over the budget, entropy bonus 0.01; with a constant lr the greedy
+evaluation collapsed late in a 200k run, see docs/spaces_observations.md). `--set env.id=MiniGrid-Empty-5x5-v0` (or another id in
 rlpipe/zoo/minigrid/_env.py) trains the same model on another grid.
 """
 from typing import Any, Dict
@@ -23,7 +24,7 @@ config: Dict[str, Any] = dict(
              mode="sync"),
     policy=dict(
         model=dict(hidden=(64,), activation="relu", share_encoder=True),
-        learn=dict(lr=7e-4, epoch_per_collect=4, batch_size=256, gamma=0.99, gae_lambda=0.95,
+        learn=dict(lr=7e-4, lr_schedule="linear", epoch_per_collect=4, batch_size=256, gamma=0.99, gae_lambda=0.95,
                    clip_ratio=0.2, entropy_coef=0.01, value_coef=0.5, grad_clip=0.5),
         collect=dict(n_sample=2048),
         eval=dict(evaluator=dict(eval_freq=320, n_episode=20)),  # every 10 rollouts (20k steps)
