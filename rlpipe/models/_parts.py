@@ -70,17 +70,19 @@ class FlatPart(nn.Module):
     def __init__(self, space: gym.Space, where: str) -> None:
         super().__init__()
         self.shape = tuple(space.shape)
+        self._size = torch.Size(self.shape)
         self.where = where
         self.out_dim = int(np.prod(self.shape)) if self.shape else 1
         self.register_buffer("inv_high", uint8_scale(space), persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if tuple(x.shape[1:]) != self.shape:
+        if x.shape[1:] != self._size:
             raise ObservationShapeError(
                 f"observation part {self.where} expects a batch [B, "
                 f"{', '.join(map(str, self.shape))}], got {tuple(x.shape)}; check that the env "
                 "and the policy use the same observation space.")
-        x = x.float() * self.inv_high if self.inv_high is not None else x.float()
+        # uint8 × float32 buffer gives float32 in one op (no separate cast)
+        x = torch.mul(x, self.inv_high) if self.inv_high is not None else x.float()
         return x.reshape(x.shape[0], self.out_dim)
 
 
@@ -139,6 +141,7 @@ class CategoricalPart(nn.Module):
         self.where = where
         self.sizes = sizes
         self.register_buffer("start", torch.tensor(start, dtype=torch.long), persistent=False)
+        self._offset = any(start)
         self.embed = (nn.ModuleList(nn.Embedding(n, EMBED_DIM) for n in sizes)
                       if kind == "embed" else None)
         self.out_dim = (EMBED_DIM * len(sizes)) if self.embed is not None else sum(sizes)
@@ -149,7 +152,8 @@ class CategoricalPart(nn.Module):
             raise ObservationShapeError(
                 f"observation part {self.where} expects {len(self.sizes)} categorical value(s) "
                 f"per row, got a batch of shape {tuple(x.shape)}.")
-        x = x - self.start
+        if self._offset:
+            x = x - self.start
         if self.embed is not None:
             return torch.cat([emb(x[:, i]) for i, emb in enumerate(self.embed)], dim=-1)
         if len(self.sizes) == 1:
