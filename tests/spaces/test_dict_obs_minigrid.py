@@ -47,6 +47,7 @@ def test_minigrid_entry_learns_empty_5x5(tmp_path, capsys):
                  "--no-progress", "--max-env-steps", "16384",
                  "--set", "env.id=MiniGrid-Empty-5x5-v0", "--set", "env.stop_value=0.9",
                  "--set", "env.n_envs=8", "--set", "policy.collect.n_sample=1024",
+                 "--set", "policy.learn.lr_schedule=constant",  # no decay on so short a run
                  "--set", "policy.eval.evaluator.eval_freq=64",
                  "--set", "policy.eval.evaluator.n_episode=10"]) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
