@@ -21,6 +21,7 @@ setup(
         "box2d": ["gymnasium[box2d]>=1.0"],
         "atari": ["gymnasium[atari]>=1.0"],
         "mujoco": ["gymnasium[mujoco]>=1.0"],
+        "minigrid": ["minigrid>=2.3"],
         "plot": ["matplotlib>=3.7"],
         "test": ["pytest>=7.4", "pytest-timeout>=2.1"],
     },

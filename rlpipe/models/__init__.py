@@ -3,7 +3,8 @@ from ._errors import ObservationShapeError, UnsupportedSpaceError
 from .actor_critic import ActorCritic, RunningNorm
 from .continuous import DeterministicActor, SquashedGaussianActor, TwinQCritic
 from .conv import ConvTrunk
-from .encoder import Encoder, build_encoder
+from ._inputs import batch_rows, obs_as_tensor
+from .encoder import Encoder, MultiPartEncoder, build_encoder
 from .mlp import MLP
 from .q_network import QNetwork
 
@@ -13,11 +14,14 @@ __all__ = [
     "DeterministicActor",
     "Encoder",
     "MLP",
+    "MultiPartEncoder",
     "ObservationShapeError",
     "QNetwork",
     "RunningNorm",
     "SquashedGaussianActor",
     "TwinQCritic",
     "UnsupportedSpaceError",
+    "batch_rows",
     "build_encoder",
+    "obs_as_tensor",
 ]

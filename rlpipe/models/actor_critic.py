@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import math
-from typing import Sequence, Tuple, Type
+from typing import Any, Mapping, Sequence, Tuple, Type
 
 import gymnasium as gym
 import torch
@@ -76,7 +76,7 @@ class ActorCritic(nn.Module):
     def __init__(self, obs_space: gym.Space, action_space: gym.Space,
                  hidden: Sequence[int] = (64, 64), activation: Type[nn.Module] = nn.Tanh,
                  *, share_encoder: bool = False, init_log_std: float = 0.0,
-                 obs_norm: bool = False) -> None:
+                 obs_norm: bool = False, encoders: Mapping[str, Any] | None = None) -> None:
         super().__init__()
         if isinstance(action_space, gym.spaces.Discrete):
             self.discrete = True
@@ -94,9 +94,9 @@ class ActorCritic(nn.Module):
                 f"obs_norm needs a 1-D Box observation space, got {obs_space!r}; images are "
                 "already scaled to [0, 1] — set obs_norm=False.")
         self.obs_norm = RunningNorm(obs_space.shape) if obs_norm else None
-        self.actor_encoder = build_encoder(obs_space, hidden, activation)
+        self.actor_encoder = build_encoder(obs_space, hidden, activation, encoders)
         self.critic_encoder = (None if share_encoder
-                               else build_encoder(obs_space, hidden, activation))
+                               else build_encoder(obs_space, hidden, activation, encoders))
         self.action_head = nn.Linear(self.actor_encoder.out_dim, out_dim)
         self.value_head = nn.Linear(self.actor_encoder.out_dim, 1)
         self.log_std = (None if self.discrete

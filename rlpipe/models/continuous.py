@@ -7,7 +7,7 @@ bounds. Critics take normalised actions too.
 from __future__ import annotations
 
 import math
-from typing import Sequence, Tuple
+from typing import Any, Mapping, Sequence, Tuple
 
 import gymnasium as gym
 import torch
@@ -37,12 +37,13 @@ class SquashedGaussianActor(nn.Module):
     """
 
     def __init__(self, obs_space: gym.Space, action_dim: int, hidden: Sequence[int] = (256, 256),
-                 log_std_min: float = -5.0, log_std_max: float = 2.0) -> None:
+                 log_std_min: float = -5.0, log_std_max: float = 2.0,
+                 encoders: Mapping[str, Any] | None = None) -> None:
         super().__init__()
         if not log_std_min < log_std_max:
             raise ValueError(f"log_std_min ({log_std_min}) must be < log_std_max ({log_std_max}).")
         self.action_dim = _check_action_dim(action_dim)
-        self.encoder = build_encoder(obs_space, hidden)
+        self.encoder = build_encoder(obs_space, hidden, encoders=encoders)
         self.mean_head = nn.Linear(self.encoder.out_dim, self.action_dim)
         self.log_std_head = nn.Linear(self.encoder.out_dim, self.action_dim)
         self.log_std_min = float(log_std_min)
@@ -74,10 +75,11 @@ class DeterministicActor(nn.Module):
     """obs → an action in [-1, 1]^action_dim (tanh output), as in DDPG/TD3."""
 
     def __init__(self, obs_space: gym.Space, action_dim: int,
-                 hidden: Sequence[int] = (256, 256)) -> None:
+                 hidden: Sequence[int] = (256, 256),
+                 encoders: Mapping[str, Any] | None = None) -> None:
         super().__init__()
         self.action_dim = _check_action_dim(action_dim)
-        self.encoder = build_encoder(obs_space, hidden)
+        self.encoder = build_encoder(obs_space, hidden, encoders=encoders)
         self.head = nn.Linear(self.encoder.out_dim, self.action_dim)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
@@ -92,10 +94,12 @@ class TwinQCritic(nn.Module):
     """
 
     def __init__(self, obs_space: gym.Space, action_dim: int,
-                 hidden: Sequence[int] = (256, 256)) -> None:
+                 hidden: Sequence[int] = (256, 256),
+                 encoders: Mapping[str, Any] | None = None) -> None:
         super().__init__()
         self.action_dim = _check_action_dim(action_dim)
-        self.obs_encoders = nn.ModuleList(build_encoder(obs_space, ()) for _ in range(2))
+        self.obs_encoders = nn.ModuleList(build_encoder(obs_space, (), encoders=encoders)
+                                          for _ in range(2))
         self.q_nets = nn.ModuleList(
             MLP(enc.out_dim + self.action_dim, 1, hidden) for enc in self.obs_encoders)
 

@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from rlpipe.data import to_torch
-from rlpipe.models import TwinQCritic
+from rlpipe.models import TwinQCritic, obs_as_tensor
 
 from ._common import adam, check_td_batch, clone_state, hard_update, resolve_device
 from ._continuous import BoxActions, make_generator, set_requires_grad
@@ -41,7 +41,8 @@ class TwinCriticPolicy(Policy):
     `critic_optimizer`, `box`, `device`, `collect_device`."""
 
     pipeline = "off-policy"  # trained by the zoo's off-policy pipeline
-    obs_space_types = (gym.spaces.Box,)
+    obs_space_types = (gym.spaces.Box, gym.spaces.Dict, gym.spaces.Tuple, gym.spaces.Discrete,
+                       gym.spaces.MultiDiscrete)
     action_space_types = (gym.spaces.Box,)
     _ALGO = "TwinCritic"           # short name in messages: "SAC", "TD3"
     _STATE_KEYS: Tuple[str, ...] = ()  # the subclass's state beyond _TWIN_STATE_KEYS
@@ -58,7 +59,8 @@ class TwinCriticPolicy(Policy):
             if c.seed is not None:
                 torch.manual_seed(c.seed)
             self.actor = self._make_actor(obs_space)
-            self.critic = TwinQCritic(obs_space, self.box.dim, c.model.critic_hidden)
+            self.critic = TwinQCritic(obs_space, self.box.dim, c.model.critic_hidden,
+                                      encoders=c.model.encoders)
         self.actor.to(self.device)
         self.critic.to(self.device)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
@@ -100,7 +102,7 @@ class TwinCriticPolicy(Policy):
         return actor(obs)
 
     def _forward_eval(self, obs: Any) -> Dict[str, np.ndarray]:
-        obs_t = torch.as_tensor(np.asarray(obs), device=self.device)
+        obs_t = obs_as_tensor(obs, self.device)
         with self._lock, torch.inference_mode():
             unit = self._greedy(self.actor, obs_t)
         return {"action": self.box.to_env(unit.cpu().numpy())}

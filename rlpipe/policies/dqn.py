@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from easydict import EasyDict
 
 from rlpipe.data import to_torch
-from rlpipe.models import ObservationShapeError, QNetwork
+from rlpipe.models import ObservationShapeError, QNetwork, batch_rows, obs_as_tensor
 
 from ._common import (adam, check_td_batch, clone_state, grad_step, hard_update, resolve_device,
                       soft_update, td_discount)
@@ -46,7 +46,8 @@ _LEARN_KEYS = ("obs", "action", "reward", "next_obs", "terminated", "discount", 
 class DQNPolicy(Policy):
     """Deep Q-learning for Discrete action spaces (vector or image observations)."""
 
-    obs_space_types = (gym.spaces.Box,)
+    obs_space_types = (gym.spaces.Box, gym.spaces.Dict, gym.spaces.Tuple, gym.spaces.Discrete,
+                       gym.spaces.MultiDiscrete)
     action_space_types = (gym.spaces.Discrete,)
     pipeline = "off-policy"  # trained by the zoo's off-policy pipeline
     supports_action_mask = True  # collect/eval faces take action_mask=, learn next_action_mask
@@ -62,6 +63,7 @@ class DQNPolicy(Policy):
             model=dict(
                 hidden=(128, 128),   # fully connected layers (after the conv trunk for images)
                 dueling=False,       # dueling head: Q = V + A - mean(A)
+                encoders={},         # per Dict key encoder kind, e.g. {"image": "mlp"}
             ),
             learn=dict(
                 lr=1e-3,             # Adam learning rate
@@ -87,11 +89,12 @@ class DQNPolicy(Policy):
         self.collect_device = resolve_device(c.collect.device)
         self.n_actions = int(action_space.n)
         self.action_offset = int(action_space.start)  # Discrete(n, start=s): actions s..s+n-1
-        self._obs_shape = tuple(obs_space.shape)
+        self._obs_shape = tuple(getattr(obs_space, "shape", None) or ())
         with torch.random.fork_rng(devices=[]):  # seed our init without touching global RNG
             if c.seed is not None:
                 torch.manual_seed(c.seed)
-            self.online = QNetwork(obs_space, self.n_actions, c.model.hidden, c.model.dueling)
+            self.online = QNetwork(obs_space, self.n_actions, c.model.hidden, c.model.dueling,
+                                   encoders=c.model.encoders)
         self.online.to(self.device)
         self.target = copy.deepcopy(self.online).requires_grad_(False)
         self.acting = copy.deepcopy(self.online).to(self.collect_device).requires_grad_(False)
@@ -120,17 +123,17 @@ class DQNPolicy(Policy):
     # --- collect: epsilon-greedy on the acting copy ---------------------------------------------
     def _forward_collect(self, obs: Any, eps: float = 0.0,
                          action_mask: Any = None) -> Dict[str, np.ndarray]:
-        obs = obs if isinstance(obs, np.ndarray) else np.asarray(obs)
-        mask = as_mask(action_mask, obs.shape[0], self.n_actions, "DQN collect")
+        obs = obs if isinstance(obs, (np.ndarray, Mapping)) else np.asarray(obs)
+        mask = as_mask(action_mask, batch_rows(obs), self.n_actions, "DQN collect")
         if mask is not None:
             return self._masked_collect(obs, eps, mask)
         if eps >= 1.0:  # all random: no need to run the network
-            if obs.shape[1:] != self._obs_shape:
+            if isinstance(obs, np.ndarray) and obs.shape[1:] != self._obs_shape:
                 self._bad_obs(obs)
-            action = self._rng.integers(self.n_actions, size=obs.shape[0])
+            action = self._rng.integers(self.n_actions, size=batch_rows(obs))
         else:
             with torch.inference_mode():
-                q = self.acting(torch.as_tensor(obs, device=self.collect_device))
+                q = self.acting(obs_as_tensor(obs, self.collect_device))
             action = q.cpu().numpy().argmax(axis=1)
             if eps > 0.0:
                 # One uniform draw u per row decides both: explore when u < eps, and then u/eps
@@ -144,10 +147,10 @@ class DQNPolicy(Policy):
             action = action + self.action_offset
         return {"action": action}
 
-    def _masked_collect(self, obs: np.ndarray, eps: float, mask: np.ndarray) -> Dict[str, Any]:
+    def _masked_collect(self, obs: Any, eps: float, mask: np.ndarray) -> Dict[str, Any]:
         """ε-greedy over the valid actions: greedy among them, random ones drawn among them."""
         with torch.inference_mode():
-            q = self.acting(torch.as_tensor(obs, device=self.collect_device))
+            q = self.acting(obs_as_tensor(obs, self.collect_device))
         action = masked_argmax(q.cpu().numpy(), mask)
         if eps > 0.0:
             explore = self._rng.random(action.shape[0]) < eps
@@ -165,10 +168,10 @@ class DQNPolicy(Policy):
 
     # --- eval: greedy on the online network ------------------------------------------------------
     def _forward_eval(self, obs: Any, action_mask: Any = None) -> Dict[str, np.ndarray]:
-        obs = obs if isinstance(obs, np.ndarray) else np.asarray(obs)
-        mask = as_mask(action_mask, obs.shape[0], self.n_actions, "DQN eval")
+        obs = obs if isinstance(obs, (np.ndarray, Mapping)) else np.asarray(obs)
+        mask = as_mask(action_mask, batch_rows(obs), self.n_actions, "DQN eval")
         with self._lock, torch.inference_mode():
-            q = self.online(torch.as_tensor(obs, device=self.device))
+            q = self.online(obs_as_tensor(obs, self.device))
         return {"action": masked_argmax(q.cpu().numpy(), mask) + self.action_offset}
 
     # --- learn: one gradient step on a batch -----------------------------------------------------

@@ -32,7 +32,7 @@ from easydict import EasyDict
 from torch import nn
 
 from rlpipe.data import to_torch
-from rlpipe.models import ActorCritic
+from rlpipe.models import ActorCritic, batch_rows, obs_as_tensor
 
 from ._common import adam, clone_state, grad_step, hard_update, resolve_device
 from ._masks import as_mask, masked_categorical
@@ -60,7 +60,8 @@ class PPOPolicy(Policy):
 
     pipeline = "on-policy"  # trained by the zoo's on-policy pipeline
     supports_action_mask = True  # Discrete: faces take action_mask=, learn reads "action_mask"
-    obs_space_types = (gym.spaces.Box,)
+    obs_space_types = (gym.spaces.Box, gym.spaces.Dict, gym.spaces.Tuple, gym.spaces.Discrete,
+                       gym.spaces.MultiDiscrete)
     action_space_types = (gym.spaces.Discrete, gym.spaces.Box)
     space_hint = "PPO acts in Discrete(n) or 1-D Box action spaces."
 
@@ -75,6 +76,7 @@ class PPOPolicy(Policy):
                 share_encoder=False,  # one encoder for actor and critic (e.g. for images)
                 init_log_std=0.0,     # Box actions: initial log-std of the Gaussian
                 obs_norm=False,       # running mean/std observation normalisation (vectors)
+                encoders={},          # per Dict key encoder kind, e.g. {"image": "mlp"}
             ),
             learn=dict(
                 lr=3e-4,              # Adam learning rate (the start value when decaying)
@@ -115,7 +117,8 @@ class PPOPolicy(Policy):
                                      _ACTIVATIONS[c.model.activation],
                                      share_encoder=c.model.share_encoder,
                                      init_log_std=c.model.init_log_std,
-                                     obs_norm=c.model.obs_norm)
+                                     obs_norm=c.model.obs_norm,
+                                     encoders=c.model.encoders)
         self.model.to(self.device)
         self.acting = copy.deepcopy(self.model).to(self.collect_device).requires_grad_(False)
         self._params = list(self.model.parameters())
@@ -159,8 +162,8 @@ class PPOPolicy(Policy):
 
     # --- collect: sample from π_old on the acting copy ------------------------------------------
     def _forward_collect(self, obs: Any, action_mask: Any = None) -> Dict[str, np.ndarray]:
-        obs_t = torch.as_tensor(np.asarray(obs), device=self.collect_device)
-        mask = self._mask(action_mask, obs_t.shape[0], "collect", self.collect_device)
+        obs_t = obs_as_tensor(obs, self.collect_device)
+        mask = self._mask(action_mask, batch_rows(obs), "collect", self.collect_device)
         with torch.inference_mode():
             dist, value = self.acting(obs_t)
             dist = masked_categorical(dist, mask)
@@ -184,7 +187,7 @@ class PPOPolicy(Policy):
     def value(self, obs: Any) -> np.ndarray:
         """V(obs) of the acting copy, float32 [B] (the critic that valued the rollout)."""
         with torch.inference_mode():
-            v = self.acting.value(torch.as_tensor(np.asarray(obs), device=self.collect_device))
+            v = self.acting.value(obs_as_tensor(obs, self.collect_device))
         return v.cpu().numpy()
 
     def _refresh(self) -> None:
@@ -204,8 +207,8 @@ class PPOPolicy(Policy):
         return torch.as_tensor(as_mask(action_mask, batch, n, f"PPO {face}"), device=device)
 
     def _forward_eval(self, obs: Any, action_mask: Any = None) -> Dict[str, np.ndarray]:
-        obs_t = torch.as_tensor(np.asarray(obs), device=self.device)
-        mask = self._mask(action_mask, obs_t.shape[0], "eval", self.device)
+        obs_t = obs_as_tensor(obs, self.device)
+        mask = self._mask(action_mask, batch_rows(obs), "eval", self.device)
         with self._lock, torch.inference_mode():
             if mask is None:
                 action = self.model.mode(obs_t).cpu().numpy()

@@ -29,7 +29,7 @@ import torch
 from easydict import EasyDict
 from torch import nn
 
-from rlpipe.models import SquashedGaussianActor
+from rlpipe.models import SquashedGaussianActor, obs_as_tensor
 
 from ._common import adam, grad_step, td_discount
 from ._continuous import CONTINUOUS_HINT, polyak, reject_collect_kwargs
@@ -53,6 +53,7 @@ class SACPolicy(TwinCriticPolicy):
             model=dict(
                 actor_hidden=(256, 256),   # actor MLP layers
                 critic_hidden=(256, 256),  # each Q network's MLP layers (input: obs ⊕ action)
+                encoders={},               # per Dict key encoder kind, e.g. {"image": "mlp"}
                 log_std_min=-5.0,          # the actor's log std is squashed into [min, max]
                 log_std_max=2.0,           # (the max of that range)
             ),
@@ -88,7 +89,7 @@ class SACPolicy(TwinCriticPolicy):
     def _make_actor(self, obs_space: gym.Space) -> nn.Module:
         m = self.cfg.model
         return SquashedGaussianActor(obs_space, self.box.dim, m.actor_hidden, m.log_std_min,
-                                     m.log_std_max)
+                                     m.log_std_max, encoders=m.encoders)
 
     def _check_cfg(self) -> None:
         super()._check_cfg(("alpha_lr", "init_alpha", "actor_update_freq"))
@@ -109,7 +110,7 @@ class SACPolicy(TwinCriticPolicy):
                          **unknown: Any) -> Dict[str, np.ndarray]:
         """`deterministic=True`: tanh(mean) instead of a sample."""
         reject_collect_kwargs("SACPolicy", unknown, "obs and deterministic=False")
-        obs_t = torch.as_tensor(np.asarray(obs), device=self.collect_device)
+        obs_t = obs_as_tensor(obs, self.collect_device)
         with torch.inference_mode():
             if deterministic:
                 unit = self.acting.deterministic(obs_t)

@@ -30,7 +30,7 @@ import torch
 from easydict import EasyDict
 from torch import nn
 
-from rlpipe.models import DeterministicActor
+from rlpipe.models import DeterministicActor, obs_as_tensor
 
 from ._common import clone_state, grad_step, td_discount
 from ._continuous import CONTINUOUS_HINT, polyak, reject_collect_kwargs
@@ -54,6 +54,7 @@ class TD3Policy(TwinCriticPolicy):
             model=dict(
                 actor_hidden=(256, 256),   # actor MLP layers
                 critic_hidden=(256, 256),  # each Q network's MLP layers (input: obs ⊕ action)
+                encoders={},               # per Dict key encoder kind, e.g. {"image": "mlp"}
             ),
             learn=dict(
                 batch_size=256,      # rows per learn step (read by the learner middleware)
@@ -83,7 +84,8 @@ class TD3Policy(TwinCriticPolicy):
         self._last_actor_loss = 0.0
 
     def _make_actor(self, obs_space: gym.Space) -> nn.Module:
-        return DeterministicActor(obs_space, self.box.dim, self.cfg.model.actor_hidden)
+        return DeterministicActor(obs_space, self.box.dim, self.cfg.model.actor_hidden,
+                                  encoders=self.cfg.model.encoders)
 
     def _check_cfg(self) -> None:
         super()._check_cfg(("policy_delay", "target_noise", "target_noise_clip"))
@@ -103,7 +105,7 @@ class TD3Policy(TwinCriticPolicy):
         """`noise_scale` overrides `policy.collect.noise_scale` for this call (0: no noise)."""
         reject_collect_kwargs("TD3Policy", unknown, "obs and noise_scale=None")
         scale = self.cfg.collect.noise_scale if noise_scale is None else float(noise_scale)
-        obs_t = torch.as_tensor(np.asarray(obs), device=self.collect_device)
+        obs_t = obs_as_tensor(obs, self.collect_device)
         with torch.inference_mode():
             unit = self.acting(obs_t)
             if scale > 0.0:

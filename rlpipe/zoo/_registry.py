@@ -32,6 +32,7 @@ ENTRIES: Dict[str, str] = {
     "lunarlander-ppo": "rlpipe.zoo.lunarlander.ppo",
     "maskedgrid-dqn": "rlpipe.zoo.maskedgrid.dqn",
     "maskedgrid-ppo": "rlpipe.zoo.maskedgrid.ppo",
+    "minigrid-doorkey-ppo": "rlpipe.zoo.minigrid.ppo",
 }
 
 

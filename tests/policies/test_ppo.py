@@ -45,7 +45,7 @@ def test_registered_and_spaces_checked():
     with pytest.raises(UnsupportedSpaceError, match="PPOPolicy"):
         PPOPolicy({}, VEC4, gym.spaces.MultiDiscrete([2, 2]))
     with pytest.raises(UnsupportedSpaceError, match="observation"):
-        PPOPolicy({}, gym.spaces.Discrete(3), ACT2)
+        PPOPolicy({}, gym.spaces.Text(3), ACT2)
 
 
 @pytest.mark.parametrize("cfg, match", [

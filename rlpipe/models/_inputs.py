@@ -1,0 +1,26 @@
+"""Observations as torch tensors: arrays, or nested dicts of arrays (Dict/Tuple spaces)."""
+from __future__ import annotations
+
+from typing import Any, Mapping, Union
+
+import numpy as np
+import torch
+
+Device = Union[str, torch.device]
+
+
+def obs_as_tensor(obs: Any, device: Device) -> Any:
+    """An array → a tensor on `device`; a (nested) mapping of arrays → the same dict of tensors.
+    Tensors are moved, never copied when already there."""
+    if isinstance(obs, Mapping):
+        return {k: obs_as_tensor(v, device) for k, v in obs.items()}
+    if isinstance(obs, torch.Tensor):
+        return obs.to(device)
+    return torch.as_tensor(np.asarray(obs), device=device)
+
+
+def batch_rows(obs: Any) -> int:
+    """The leading (batch) size of an observation batch, nested or not."""
+    while isinstance(obs, Mapping):
+        obs = next(iter(obs.values()))
+    return int(np.shape(obs)[0])
