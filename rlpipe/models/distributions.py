@@ -106,7 +106,7 @@ class ActionHead:
 def _one_dim(space: gym.Space, what: str) -> None:
     if len(space.shape) != 1:
         raise UnsupportedSpaceError(
-            f"{what} actions must be 1-D, got {space!r}; flatten the action space with an action "
+            f"{what} actions must be 1-D, got {' '.join(repr(space).split())}; flatten the action space with an action "
             "wrapper (e.g. reshape the nvec / n to one dimension).")
 
 
