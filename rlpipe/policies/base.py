@@ -220,6 +220,10 @@ class Policy(abc.ABC):
             if not isinstance(space, allowed):
                 names = " or ".join(t.__name__ for t in allowed)
                 hint = f" {cls.space_hint}" if cls.space_hint and what == "action" else ""
+                if what == "action":  # which algorithms take which action spaces
+                    from .registry import spaces_line  # registry imports this module
+
+                    hint += f" ({spaces_line()}.)"
                 raise UnsupportedSpaceError(
                     f"{cls.__name__} does not support the {what} space {describe_space(space)}: "
                     f"it needs {names}.{hint}")
