@@ -91,3 +91,14 @@ def test_the_envs_pay_the_best_return_for_the_right_actions():
         obs, reward, _, truncated, _ = pick.step(np.array([cue + 1, (cue + 1) % 4]))
         total += reward
     assert total == EPISODE_LEN and truncated
+
+
+class DictActionEnv(BitsEnv):
+    """BitsEnv with a Dict action space (which no algorithm takes yet)."""
+
+    action_space = gym.spaces.Dict(bits=gym.spaces.MultiBinary(4), pick=gym.spaces.Discrete(2))
+
+
+def make_dict_actions() -> gym.Env:
+    """A DictActionEnv (the `--env MODULE:make_dict_actions` factory)."""
+    return DictActionEnv()
