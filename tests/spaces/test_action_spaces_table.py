@@ -92,3 +92,15 @@ def test_list_spaces_prints_the_table_and_the_observation_spaces(capsys):
 def test_list_import_without_spaces_is_a_usage_error(capsys):
     assert main(["list", "--import", "json"]) == 2
     assert "--import only goes with --spaces" in capsys.readouterr().err
+
+
+def test_the_docs_table_matches_the_policy_classes():
+    import pathlib
+
+    doc = pathlib.Path(__file__).resolve().parents[2] / "docs" / "action_spaces.md"
+    rows = [ln.strip("|").split("|") for ln in doc.read_text(encoding="utf-8").splitlines()
+            if ln.startswith("| `")]
+    kinds = ["Discrete", "MultiDiscrete", "MultiBinary", "Box", "Dict", "Tuple"]
+    documented = {cells[0].strip(" `"): [k for k, c in zip(kinds, cells[1:]) if c.strip() == "yes"]
+                  for cells in rows}
+    assert documented == action_space_table()
