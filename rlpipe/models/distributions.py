@@ -106,8 +106,8 @@ class ActionHead:
 def _one_dim(space: gym.Space, what: str) -> None:
     if len(space.shape) != 1:
         raise UnsupportedSpaceError(
-            f"{what} actions must be 1-D, got {' '.join(repr(space).split())}; flatten the action space with an action "
-            "wrapper (e.g. reshape the nvec / n to one dimension).")
+            f"{what} actions must be 1-D, got {' '.join(repr(space).split())}; flatten the "
+            "action space with an action wrapper (e.g. reshape the nvec / n to one dimension).")
 
 
 def action_distribution(space: gym.Space) -> ActionHead:

@@ -209,7 +209,7 @@ class PPOPolicy(Policy):
         return {"action": np.clip(action, self._low, self._high)}
 
     def _env_action(self, raw: np.ndarray) -> np.ndarray:
-        """A MultiDiscrete / MultiBinary action [B, k] of the network → the env's dtype and start."""
+        """A MultiDiscrete / MultiBinary action [B, k] of the network → env dtype and start."""
         return (raw.astype(np.int64) + self.action_offset).astype(self.action_space.dtype)
 
     def _net_action(self, action: torch.Tensor) -> torch.Tensor:
