@@ -16,7 +16,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     parser.add_argument("--version", action="version", version=f"rlpipe {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="list the zoo entries and the algorithms for --algo")
+    listing = sub.add_parser("list", help="list the zoo entries and the algorithms for --algo")
+    listing.add_argument("--spaces", action="store_true",
+                         help="instead, the table of which algorithm takes which action spaces, "
+                              "and the observation spaces the encoders take")
+    listing.add_argument("--import", dest="imports", action="append", default=[],
+                         metavar="MODULE", help="with --spaces: import MODULE first (one that "
+                                                "registers a policy), repeatable")
 
     train = sub.add_parser("train", help="train a zoo entry (`rlpipe train cartpole-dqn`) or an "
                                          "algorithm on an env (`--algo ppo --env Acrobot-v1`)")
@@ -111,13 +117,42 @@ def first_sentence(doc: str) -> str:
     return paragraph if end < 0 else paragraph[: end + 1]
 
 
-def _cmd_list() -> int:
-    from rlpipe.zoo import get_entry, list_entries
-    from rlpipe.zoo._generic import trainable_names
+def spaces_table(names: Optional[List[str]] = None) -> str:
+    """`rlpipe list --spaces`: algorithm × action space kind (from the policy classes'
+    `action_space_types`), then the observation spaces the encoders take."""
+    from rlpipe.policies.registry import (ACTION_SPACES, OBSERVATION_SPACES, action_space_table,
+                                          spaces_line)
 
+    table = action_space_table(names)
+    kinds = [t.__name__ for t in ACTION_SPACES]
+    width = max([len("algorithm")] + [len(n) for n in table]) + 2
+    lines = ["action spaces (rlpipe train --algo ALGO; Box, MultiDiscrete and MultiBinary 1-D):",
+             "algorithm".ljust(width) + "  ".join(kinds)]
+    for name, takes in table.items():
+        cells = [("yes" if k in takes else "-").ljust(len(k)) for k in kinds]
+        lines.append(name.ljust(width) + "  ".join(cells).rstrip())
+    lines += ["", spaces_line(names) + ".", "",
+              "observation spaces (every algorithm; the encoder is chosen from the space):"]
+    kind_width = max(len(k) for k, _ in OBSERVATION_SPACES) + 2
+    lines += [f"  {kind.ljust(kind_width)}{how}" for kind, how in OBSERVATION_SPACES]
+    return "\n".join(lines)
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    from rlpipe.zoo import get_entry, list_entries
+    from rlpipe.zoo._generic import import_modules, trainable_names
+
+    if args.imports and not args.spaces:
+        raise ValueError("--import only goes with --spaces (it imports modules that "
+                         "register policies, to show them in the table); add --spaces")
+    if args.spaces:
+        import_modules(args.imports)
+        print(spaces_table(trainable_names()))
+        return 0
     for name in list_entries():
         print(f"{name:28s} {first_sentence(get_entry(name).module.__doc__ or '')}")
     print(f"\nany env: rlpipe train --algo {{{','.join(trainable_names())}}} --env ENV")
+    print("which algorithm takes which spaces: rlpipe list --spaces")
     return 0
 
 
@@ -226,7 +261,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     logging.basicConfig(level=logging.WARNING, handlers=[console])
     try:
         if args.command == "list":
-            return _cmd_list()
+            return _cmd_list(args)
         if args.command == "train":
             return _cmd_train(args)
         if args.command == "plot":

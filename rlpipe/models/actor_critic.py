@@ -10,6 +10,7 @@ from torch import nn
 from torch.distributions import Categorical, Distribution, Independent, Normal
 
 from ._errors import UnsupportedSpaceError
+from .distributions import ActionHead, action_distribution
 from .encoder import build_encoder
 
 
@@ -59,6 +60,8 @@ class ActorCritic(nn.Module):
     """An actor (action distribution) and a critic (state value) over one observation space.
 
     - Discrete(n) actions: a Categorical over n logits.
+    - MultiDiscrete / MultiBinary actions (1-D): one Categorical / Bernoulli per component
+      (`models.distributions`), log-prob and entropy summed over the components.
     - Box actions (1-D): a diagonal Gaussian whose mean comes from the network and whose
       log-std is one learned parameter per action dimension (state-independent),
       starting at `init_log_std`.
@@ -78,16 +81,23 @@ class ActorCritic(nn.Module):
                  *, share_encoder: bool = False, init_log_std: float = 0.0,
                  obs_norm: bool = False, encoders: Mapping[str, Any] | None = None) -> None:
         super().__init__()
+        # MultiDiscrete / MultiBinary: the head of models.distributions (None otherwise)
+        self.multi: ActionHead | None = None
         if isinstance(action_space, gym.spaces.Discrete):
             self.discrete = True
             out_dim = int(action_space.n)
+        elif isinstance(action_space, (gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)):
+            self.discrete = False
+            self.multi = action_distribution(action_space)
+            out_dim = self.multi.size
         elif isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1:
             self.discrete = False
             out_dim = int(action_space.shape[0])
         else:
             raise UnsupportedSpaceError(
-                f"ActorCritic supports Discrete actions and 1-D Box actions, got {action_space!r}; "
-                "reshape a multi-dimensional Box action space to 1-D with an action wrapper.")
+                f"ActorCritic supports Discrete, 1-D MultiDiscrete, 1-D MultiBinary and 1-D Box "
+                f"actions, got {action_space!r}; reshape a multi-dimensional action space to 1-D "
+                "(or flatten a Dict/Tuple one) with an action wrapper.")
         is_vector = isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 1
         if obs_norm and not is_vector:
             raise UnsupportedSpaceError(
@@ -99,7 +109,7 @@ class ActorCritic(nn.Module):
                                else build_encoder(obs_space, hidden, activation, encoders))
         self.action_head = nn.Linear(self.actor_encoder.out_dim, out_dim)
         self.value_head = nn.Linear(self.actor_encoder.out_dim, 1)
-        self.log_std = (None if self.discrete
+        self.log_std = (None if self.discrete or self.multi is not None
                         else nn.Parameter(torch.full((out_dim,), float(init_log_std))))
         for module in self.modules():
             if isinstance(module, nn.Linear):
@@ -118,6 +128,8 @@ class ActorCritic(nn.Module):
         out = self.action_head(features)
         if self.discrete:
             return Categorical(logits=out, validate_args=False)
+        if self.multi is not None:
+            return self.multi.build(out)
         std = self.log_std.exp().expand_as(out)
         return Independent(Normal(out, std, validate_args=False), 1, validate_args=False)
 
@@ -134,10 +146,13 @@ class ActorCritic(nn.Module):
 
     def mode(self, obs: torch.Tensor) -> torch.Tensor:
         """The most likely action, without building the distribution (greedy evaluation): the
-        argmax of the logits (discrete, [B]) or the Gaussian's mean ([B, action dims])."""
+        argmax of the logits (discrete, [B]), per component for MultiDiscrete ([B, k]),
+        logits > 0 for MultiBinary ([B, n], 0./1.), or the Gaussian's mean ([B, action dims])."""
         if self.obs_norm is not None:
             obs = self.obs_norm(obs)
         out = self.action_head(self.actor_encoder(obs))
+        if self.multi is not None:
+            return self.multi.mode(out)
         return out.argmax(-1) if self.discrete else out
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:

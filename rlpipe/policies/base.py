@@ -20,6 +20,8 @@ from easydict import EasyDict
 from rlpipe.config import merge_config
 from rlpipe.models import UnsupportedSpaceError
 
+from ._space_table import spaces_line
+
 __all__ = ["CollectMode", "EvalMode", "LearnMode", "Policy", "UnsupportedSpaceError",
            "describe_space"]
 
@@ -220,6 +222,8 @@ class Policy(abc.ABC):
             if not isinstance(space, allowed):
                 names = " or ".join(t.__name__ for t in allowed)
                 hint = f" {cls.space_hint}" if cls.space_hint and what == "action" else ""
+                if what == "action":  # which algorithms take which action spaces
+                    hint += f" ({spaces_line()}.)"
                 raise UnsupportedSpaceError(
                     f"{cls.__name__} does not support the {what} space {describe_space(space)}: "
                     f"it needs {names}.{hint}")

@@ -1,8 +1,11 @@
-"""PPO with the clipped surrogate objective (Schulman et al. 2017), for Discrete and Box actions.
+"""PPO with the clipped surrogate objective (Schulman et al. 2017), for Discrete, MultiDiscrete,
+MultiBinary and Box actions.
 
 collect (on the acting copy):  a ~ π_old(·|s),  logp = log π_old(a|s),  value = V_old(s).
   Discrete: a Categorical over logits.  Box: a diagonal Gaussian N(μ(s), exp(log_std)), the
-  log-std one learned parameter per action dimension. The env gets the sample clipped to the
+  log-std one learned parameter per action dimension. MultiDiscrete: a Categorical per component;
+  MultiBinary: a Bernoulli per component (log-prob and entropy summed over the components,
+  models/distributions.py). The env gets the sample clipped to the
   Box bounds ("action"); the learner uses the unclipped sample ("raw_action") and its logp.
 The middleware in between (gae_estimator) adds, per row, adv = GAE(γ, λ) and return = adv + value.
 
@@ -62,8 +65,9 @@ class PPOPolicy(Policy):
     supports_action_mask = True  # Discrete: faces take action_mask=, learn reads "action_mask"
     obs_space_types = (gym.spaces.Box, gym.spaces.Dict, gym.spaces.Tuple, gym.spaces.Discrete,
                        gym.spaces.MultiDiscrete)
-    action_space_types = (gym.spaces.Discrete, gym.spaces.Box)
-    space_hint = "PPO acts in Discrete(n) or 1-D Box action spaces."
+    action_space_types = (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary,
+                          gym.spaces.Box)
+    space_hint = "PPO acts in Discrete(n), 1-D MultiDiscrete, 1-D MultiBinary or 1-D Box spaces."
 
     @classmethod
     def default_config(cls) -> EasyDict:
@@ -107,8 +111,12 @@ class PPOPolicy(Policy):
         self.device = resolve_device(c.device)
         self.collect_device = resolve_device(c.collect.device)
         self.discrete = isinstance(action_space, gym.spaces.Discrete)
-        self.action_offset = int(action_space.start) if self.discrete else 0
-        if not self.discrete:
+        # MultiDiscrete / MultiBinary: sampled per component (models/distributions.py)
+        self.multi = isinstance(action_space, (gym.spaces.MultiDiscrete, gym.spaces.MultiBinary))
+        self.action_offset: Any = int(action_space.start) if self.discrete else 0
+        if isinstance(action_space, gym.spaces.MultiDiscrete):
+            self.action_offset = np.asarray(action_space.start)
+        if not (self.discrete or self.multi):
             self._low, self._high = action_space.low, action_space.high
         with torch.random.fork_rng(devices=[]):  # seed our init without touching global RNG
             if c.seed is not None:
@@ -169,6 +177,8 @@ class PPOPolicy(Policy):
             dist = masked_categorical(dist, mask)
             if self.discrete:
                 raw = torch.multinomial(dist.probs, 1, generator=self._collect_rng).squeeze(1)
+            elif self.multi:
+                raw = dist.sample_with(self._collect_rng)
             else:
                 normal = dist.base_dist
                 noise = torch.randn(normal.loc.shape, generator=self._collect_rng,
@@ -179,6 +189,8 @@ class PPOPolicy(Policy):
         raw_np = raw.cpu().numpy()
         if self.discrete:
             out["action"] = raw_np + self.action_offset
+        elif self.multi:
+            out["action"] = self._env_action(raw_np)
         else:  # the env gets the clipped action; the learner the sample whose logp we stored
             out["action"] = np.clip(raw_np, self._low, self._high)
             out["raw_action"] = raw_np
@@ -217,7 +229,22 @@ class PPOPolicy(Policy):
                 action = action.cpu().numpy()
         if self.discrete:
             return {"action": action + self.action_offset}
+        if self.multi:
+            return {"action": self._env_action(action)}
         return {"action": np.clip(action, self._low, self._high)}
+
+    def _env_action(self, raw: np.ndarray) -> np.ndarray:
+        """A MultiDiscrete / MultiBinary action [B, k] of the network → env dtype and start."""
+        return (raw.astype(np.int64) + self.action_offset).astype(self.action_space.dtype)
+
+    def _net_action(self, action: torch.Tensor) -> torch.Tensor:
+        """Batch actions as the env took them → what the distribution's log_prob takes."""
+        if self.discrete:
+            return action.long() - self.action_offset
+        if isinstance(self.action_space, gym.spaces.MultiDiscrete):
+            offset = torch.as_tensor(self.action_offset, device=action.device)
+            return action.long() - offset
+        return action.float()
 
     # --- learn: epochs of clipped-objective minibatch steps over one rollout ----------------------
     def current_lr(self) -> float:
@@ -244,7 +271,7 @@ class PPOPolicy(Policy):
         if n == 0:
             raise ValueError("PPO learn batch has no rows.")
         action = b[action_key]
-        action = action.long() - self.action_offset if self.discrete else action.float()
+        action = self._net_action(action)
         lr = self.current_lr()
         for group in self.optimizer.param_groups:
             group["lr"] = lr

@@ -1,9 +1,17 @@
-"""Policies by name: `get_policy("dqn")` → DQNPolicy."""
+"""Policies by name: `get_policy("dqn")` → DQNPolicy; which algorithm takes which spaces.
+
+The space table (`_space_table.py`, re-exported here) is read from the policy classes
+(`action_space_types`), so a policy registered with `register_policy` appears in it
+(`rlpipe list --spaces`) and in the refusal that names which algorithms take which action spaces
+(`spaces_line()`).
+"""
 from __future__ import annotations
 
 import difflib
-from typing import Dict, List, Optional, Type
+from typing import List, Optional, Type
 
+from ._space_table import (_REGISTRY, ACTION_SPACES, OBSERVATION_SPACES, action_space_table,
+                           spaces_line, takes)
 from .base import Policy
 from .dqn import DQNPolicy
 from .ppo import PPOPolicy
@@ -11,10 +19,11 @@ from .random_policy import RandomPolicy
 from .sac import SACPolicy
 from .td3 import TD3Policy
 
-__all__ = ["UnknownPolicyError", "get_policy", "policy_names", "register_policy",
-           "registered_name"]
+__all__ = ["ACTION_SPACES", "OBSERVATION_SPACES", "UnknownPolicyError", "action_space_table",
+           "get_policy", "policy_names", "register_policy", "registered_name", "spaces_line",
+           "takes"]
 
-_REGISTRY: Dict[str, Type[Policy]] = {"dqn": DQNPolicy, "ppo": PPOPolicy, "random": RandomPolicy}
+_REGISTRY.update({"dqn": DQNPolicy, "ppo": PPOPolicy, "random": RandomPolicy})
 _REGISTRY.update({"sac": SACPolicy, "td3": TD3Policy})  # continuous control
 
 
@@ -56,3 +65,4 @@ def policy_names() -> List[str]:
 def registered_name(cls: Type[Policy]) -> Optional[str]:
     """The name `cls` is registered under (the first, sorted, if several), or None."""
     return next((name for name in sorted(_REGISTRY) if _REGISTRY[name] is cls), None)
+

@@ -29,7 +29,7 @@ from easydict import EasyDict
 from rlpipe.envs import register_env
 from rlpipe.envs._registry import registered_envs, resolve_env
 from rlpipe.policies import Policy, get_policy, policy_names
-from rlpipe.policies.registry import registered_name
+from rlpipe.policies.registry import registered_name, spaces_line
 
 SEP = "@"
 PIPELINES = ("off-policy", "on-policy")
@@ -127,7 +127,9 @@ def probe_env(env_id: str, env_kwargs: Optional[Mapping] = None) -> Tuple[gym.Sp
 
 def check_fits(algo: str, cls: type, env_id: str, obs_space: gym.Space,
                action_space: gym.Space) -> None:
-    """Raise a ValueError in CLI words when `cls` cannot act in the env's spaces."""
+    """Raise a ValueError in CLI words when `cls` cannot act in the env's spaces (the space
+    table declared on the policy classes: `obs_space_types`, `action_space_types`); an action
+    space mismatch also says which algorithms take which action spaces."""
     for what, space, attr in (("observation", obs_space, "obs_space_types"),
                               ("action", action_space, "action_space_types")):
         allowed = getattr(cls, attr)
@@ -140,8 +142,9 @@ def check_fits(algo: str, cls: type, env_id: str, obs_space: gym.Space,
         instead = (": use " + ", ".join(f"--algo {n}" for n in fits[:-1])
                    + (" or " if len(fits) > 1 else "") + f"--algo {fits[-1]}") if fits else \
             ": no registered algorithm handles it"
+        table = f" ({spaces_line()})" if what == "action" else ""
         raise ValueError(f"{algo} needs a {needs} {what} space; {env_id}'s {what}s are "
-                         f"{space!r}{instead}")
+                         f"{space!r}{instead}{table}")
 
 
 def run_name(algo: str, env_id: str) -> str:

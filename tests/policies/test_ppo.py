@@ -43,7 +43,7 @@ def rollout(policy, n=64, seed=0, adv=None):
 def test_registered_and_spaces_checked():
     assert get_policy("ppo") is PPOPolicy
     with pytest.raises(UnsupportedSpaceError, match="PPOPolicy"):
-        PPOPolicy({}, VEC4, gym.spaces.MultiDiscrete([2, 2]))
+        PPOPolicy({}, VEC4, gym.spaces.Dict(a=gym.spaces.Discrete(2)))
     with pytest.raises(UnsupportedSpaceError, match="observation"):
         PPOPolicy({}, gym.spaces.Text(3), ACT2)
 

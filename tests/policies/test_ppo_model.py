@@ -45,8 +45,8 @@ def test_shared_encoder_for_images():
 
 
 def test_unsupported_spaces():
-    with pytest.raises(UnsupportedSpaceError, match="Discrete actions and 1-D Box"):
-        ActorCritic(VEC3, gym.spaces.MultiDiscrete([2, 3]))
+    with pytest.raises(UnsupportedSpaceError, match="MultiBinary and 1-D Box"):
+        ActorCritic(VEC3, gym.spaces.Tuple((gym.spaces.Discrete(2),)))
     with pytest.raises(UnsupportedSpaceError, match="obs_norm"):
         ActorCritic(IMG, gym.spaces.Discrete(2), obs_norm=True)
 
