@@ -34,8 +34,10 @@ class ParityTask:
         pts = list(range(self.eval_every, self.budget, self.eval_every))
         return pts + [self.budget]
 
-    def scaled(self, name: str, budget: int, eval_every: int, eval_episodes: int) -> "ParityTask":
-        """The same task at another budget (schedules that scale with the budget follow it)."""
+    def scaled(self, name: str, budget: int, eval_every: int, eval_episodes: int,
+               eps_decay: Optional[int] = None) -> "ParityTask":
+        """The same task at another budget (schedules that scale with the budget follow it; the
+        ε decay keeps its length in env steps unless `eps_decay` gives a new one)."""
         rl = copy.deepcopy(self.rlpipe)
         rl["max_env_step"] = budget
         learn = rl["policy"]["learn"]
@@ -44,7 +46,7 @@ class ParityTask:
         sb3 = dict(self.sb3)
         if "exploration_fraction" in sb3:  # keep the decay in env steps, not in budget fractions
             eps = rl["policy"]["other"]["eps"]
-            eps["decay"] = min(eps["decay"], budget)
+            eps["decay"] = min(eps_decay or eps["decay"], budget)
             sb3["exploration_fraction"] = eps["decay"] / budget
         return dataclasses.replace(self, name=name, budget=budget, eval_every=eval_every,
                                    eval_episodes=eval_episodes, rlpipe=rl, sb3=sb3)
@@ -197,6 +199,9 @@ _TD3_HOPPER = ParityTask(
 
 TASKS: Dict[str, ParityTask] = {t.name: t for t in (
     _DQN_CARTPOLE.scaled("dqn-cartpole-20k", 20_000, 1000, 10),
+    # rl-zoo's exploration_fraction 0.16 read against a 20k budget, as SB3 reads it when
+    # learn(total_timesteps=20_000) is given rl-zoo's yml: ε decays over 3200 env steps.
+    _DQN_CARTPOLE.scaled("dqn-cartpole-20k-eps3200", 20_000, 1000, 10, eps_decay=3200),
     _DQN_CARTPOLE,
     _DQN_LUNAR,
     _PPO_CARTPOLE,
