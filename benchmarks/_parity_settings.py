@@ -52,7 +52,9 @@ SETTINGS: List[Tuple[str, str, str, str]] = [
      "norm 0.5", "the same (clip_range_vf None)", "Same."),
     ("SAC entropy", "auto α from 1.0 on log α, target −dim(A); log-std clamped to [−5, 2]",
      "ent_coef 'auto' from 1.0 on log α, target −dim(A); log-std clamped to [−20, 2]",
-     "Clamp range differs; it binds only for near-deterministic policies."),
+     "Clamp range differs; it binds only for near-deterministic policies. Critic loss: rlpipe "
+     "mse(Q1) + mse(Q2), SB3 0.5 × that (Adam makes the factor nearly irrelevant). SB3 steps α "
+     "before the critic and rlpipe after the actor; both use the pre-step α in the losses."),
     ("TD3 noise", "Gaussian 0.1 in [−1, 1] action units; target smoothing 0.2 clipped 0.5, "
      "policy delay 2", "NormalActionNoise 0.1 on the scaled action; the same smoothing and delay",
      "Same."),
@@ -60,7 +62,7 @@ SETTINGS: List[Tuple[str, str, str, str]] = [
      "Lowered on both sides: with rl-zoo's 10000 a 10k-step run never trains."),
     ("TD3 Pendulum train freq", "n_sample 200, 200 updates", "train_freq 200, gradient_steps "
      "200 (rl-zoo: 1 episode, -1)", "Pendulum episodes are exactly 200 steps: the same."),
-    ("envs", "`EnvManager` over gymnasium vector envs (sync), final obs normalised",
+    ("envs", "`EnvManager` (mode auto), true final obs, no autoreset pseudo-steps",
      "`make_vec_env` (DummyVecEnv + Monitor)", "Same env count (DQN/SAC/TD3 1, PPO 8 / 16)."),
     ("evaluation", "the harness's greedy evaluator (eval face, online network)",
      "the same evaluator on `model.predict(deterministic=True)`",

@@ -97,3 +97,8 @@ def test_budget_fractions_pick_the_first_point_at_or_past_them():
 def test_eval_seeds_are_shared_by_both_frameworks_and_differ_between_runs():
     assert eval_seeds(3, 2) == eval_seeds(3, 2)
     assert not set(eval_seeds(0, 10)) & set(eval_seeds(1, 10))
+
+
+def test_the_docs_show_the_settings_table_the_harness_uses():
+    from _parity_settings import settings_markdown
+    assert settings_markdown() in (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
