@@ -24,6 +24,11 @@ setup(
         "minigrid": ["minigrid>=2.3"],
         "plot": ["matplotlib>=3.7"],
         "test": ["pytest>=7.4", "pytest-timeout>=2.1"],
+        # benchmarks/parity.py: the reference implementations (never a runtime dependency)
+        "bench": ["stable-baselines3>=2.3", "sb3-contrib>=2.3"],
+        # benchmarks/parity.py's report. rliable 1.2 requires arch<8, and arch 7.x fails at
+        # import under pandas 3 (deprecate_kwarg TypeError): pandas<3 is the pin that resolves.
+        "report": ["rliable>=1.2", "pandas<3", "matplotlib>=3.7"],
     },
     entry_points={"console_scripts": ["rlpipe=rlpipe.cli:main"]},
 )
