@@ -61,7 +61,8 @@ def test_dict_observations_train_with_every_algorithm(tmp_path, algo, env, mode)
     assert mlp_in and all(w.shape[1] == 3 + 64 * 3 * 3 + 3 for w in mlp_in)
 
 
-@pytest.mark.parametrize("algo,env", [("dqn", "make_discrete"), ("ppo", "make_discrete")])
+@pytest.mark.parametrize("algo,env", [("dqn", "make_discrete"), ("ppo", "make_discrete"),
+                                      ("sac", "make_continuous"), ("td3", "make_continuous")])
 def test_dict_observation_run_resumes_exactly(tmp_path, algo, env):
     whole, split = tmp_path / "whole", tmp_path / "split"
     assert _train(whole, algo, env, "--max-env-steps", "1536") == 0
