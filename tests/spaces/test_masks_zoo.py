@@ -67,3 +67,19 @@ def test_the_zoo_pipelines_hand_the_masks_to_the_learner(entry, policy_cls, key,
     assert main(["train", entry, "--run-dir", str(tmp_path / "run"), "--no-progress",
                  "--max-env-steps", "600", "--set", "env.stop_value=2"]) == 0
     assert seen and all(key in keys for keys in seen)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["local", "ray"])
+def test_masks_cross_the_exchange_of_a_distributed_run(backend, tmp_path, capsys, monkeypatch):
+    # collectors in other processes (child processes or Ray actors) ship the masks with the
+    # transitions; the learner's DQN target and the evaluator then use them as in one process
+    if backend == "ray":
+        pytest.importorskip("ray", reason='needs Ray: pip install "rlpipe[ray]"')
+        monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+    run_dir = tmp_path / backend
+    assert main(["train", "maskedgrid-dqn", "--collectors", "1", "--backend", backend,
+                 "--run-dir", str(run_dir), "--no-progress", "--max-env-steps", "6000"]) == 0
+    assert last_json(capsys)["solved"]
+    assert main(["eval", str(run_dir), "--episodes", "4"]) == 0
+    assert last_json(capsys)["mean_return"] == pytest.approx(1.0)
