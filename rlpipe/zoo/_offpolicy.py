@@ -1,9 +1,7 @@
 """The off-policy pipeline shared by the zoo's DQN (and later SAC/TD3) entries."""
 from __future__ import annotations
 
-import dataclasses
-import time
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional
 
 from easydict import EasyDict
 
@@ -16,9 +14,9 @@ from rlpipe.middleware import (OffPolicyLearner, StepCollector, data_pusher, eps
                                interaction_evaluator, nstep_reward_enhancer)
 from rlpipe.middleware.exchange import Exchange
 
+from ._pipeline import Pipeline, closed_on_error, make_policy, run_pipeline
 from ._resume import RunState, resumed_context
-from ._run import limit_torch_threads, seed_everything
-from ._tail import previous_best, summary, use_run_tail
+from ._tail import use_run_tail
 
 RUN_DEFAULTS: Dict[str, Any] = dict(
     seed=0,
@@ -96,42 +94,18 @@ def make_buffer(cfg: Any) -> Any:
     return ReplayBuffer(replay.capacity, seed=cfg.seed, controller=schedule)
 
 
-@dataclasses.dataclass
-class Pipeline:
-    """A zoo pipeline built but not started: the run's first context, how to put its
-    middleware on a started task, and the env managers to close afterwards."""
-
-    ctx: Any
-    install: Callable[[Any], None]
-    """`install(task)`: `task.use(...)` every middleware of the pipeline, in order."""
-    envs: Tuple[Any, ...]
-
-    def close(self) -> None:
-        """Close the env managers (also when the pipeline never ran)."""
-        for env in self.envs:
-            env.close()
-
-
 def build_offpolicy(cfg: Any, policy_cls: Any, compressor: Any = None,
                     decompressor: Any = None) -> Pipeline:
     """Envs, policy, buffer, collector and (resumed) context of the off-policy pipeline, and
     its middleware in the order of DI-engine's middleware guide; nothing runs yet."""
-    collector_env, evaluator_env = make_envs(cfg)
-    envs = (collector_env, evaluator_env)
-    try:
-        if cfg.policy.get("seed", 0) is None:  # network init and exploration follow the run's seed
-            cfg.policy.seed = cfg.seed
-        policy = policy_cls(cfg.policy, collector_env.observation_space,
-                            collector_env.action_space)
+    collector_env, evaluator_env = envs = make_envs(cfg)
+    with closed_on_error(envs):
+        policy = make_policy(cfg, policy_cls, collector_env)
         buffer_ = make_buffer(cfg)
         collector = StepCollector(cfg, policy.collect_mode, collector_env)
         run_state = RunState(cfg.run_dir, collector_env, evaluator_env, collector, buffer_,
                              save_buffer=cfg.replay.save_buffer) if cfg.run_dir else None
         ctx = resumed_context(cfg, policy, run_state)
-    except BaseException:
-        for env in envs:
-            env.close()
-        raise
     link = parallel.link()
     exchange = Exchange(cfg, policy, link, compressor, decompressor) if link else None
 
@@ -159,18 +133,4 @@ def run_offpolicy(cfg: Any, policy_cls: Any, compressor: Any = None,
 
     In an actor of a distributed run (`parallel.link()` is set) the exchange middleware connect
     it to the others (`compressor`/`decompressor`: optional functions on the trajectories)."""
-    seed_everything(cfg.seed)
-    limit_torch_threads()
-    pipeline = build_offpolicy(cfg, policy_cls, compressor, decompressor)
-    start = time.perf_counter()
-    best = previous_best(cfg)  # a resumed run's best so far
-    try:
-        with task.start(async_mode=cfg.async_mode, ctx=pipeline.ctx):
-            task.on("eval_end", lambda ctx: best.append(ctx.eval_value))
-            pipeline.install(task)
-            task.run()
-            ctx = task.ctx
-            profile = task.profile()
-    finally:
-        pipeline.close()
-    return summary(cfg, ctx, best, start, profile)
+    return run_pipeline(cfg, lambda: build_offpolicy(cfg, policy_cls, compressor, decompressor))

@@ -1,21 +1,19 @@
 """The on-policy pipeline shared by the zoo's PPO entries (seed 003's on-policy form)."""
 from __future__ import annotations
 
-import time
 from typing import Any, Dict, Mapping, Optional
 
 from easydict import EasyDict
 
 from rlpipe.config import merge_config
 from rlpipe.config_checks import check_config
-from rlpipe.engine import task
 from rlpipe.middleware import (StepCollector, gae_estimator, interaction_evaluator,
                                multistep_trainer)
 
-from ._offpolicy import Pipeline, make_envs
+from ._offpolicy import make_envs
+from ._pipeline import Pipeline, closed_on_error, make_policy, run_pipeline
 from ._resume import RunState, resumed_context
-from ._run import limit_torch_threads, seed_everything
-from ._tail import previous_best, summary, use_run_tail
+from ._tail import use_run_tail
 
 RUN_DEFAULTS: Dict[str, Any] = dict(
     seed=0,
@@ -61,21 +59,13 @@ def resolve_config(policy_cls: Any, entry_config: Mapping,
 def build_onpolicy(cfg: Any, policy_cls: Any) -> Pipeline:
     """Envs, policy, collector and (resumed) context of the on-policy pipeline, and its
     middleware: evaluator → StepCollector → gae_estimator → multistep_trainer → the run's tail."""
-    collector_env, evaluator_env = make_envs(cfg)
-    envs = (collector_env, evaluator_env)
-    try:
-        if cfg.policy.get("seed", 0) is None:  # network init and sampling follow the run's seed
-            cfg.policy.seed = cfg.seed
-        policy = policy_cls(cfg.policy, collector_env.observation_space,
-                            collector_env.action_space)
+    collector_env, evaluator_env = envs = make_envs(cfg)
+    with closed_on_error(envs):
+        policy = make_policy(cfg, policy_cls, collector_env)
         collector = StepCollector(cfg, policy.collect_mode, collector_env)
         run_state = (RunState(cfg.run_dir, collector_env, evaluator_env, collector)
                      if cfg.run_dir else None)
         ctx = resumed_context(cfg, policy, run_state)  # a fresh context unless cfg.resume_from
-    except BaseException:
-        for env in envs:
-            env.close()
-        raise
 
     def install(task: Any) -> None:
         task.use(interaction_evaluator(cfg, policy.eval_mode, evaluator_env))
@@ -90,18 +80,4 @@ def build_onpolicy(cfg: Any, policy_cls: Any) -> Pipeline:
 def run_onpolicy(cfg: Any, policy_cls: Any) -> Dict[str, Any]:
     """Train `policy_cls` with StepCollector → gae_estimator → multistep_trainer; return a summary
     with the keys of `run_offpolicy`'s."""
-    seed_everything(cfg.seed)
-    limit_torch_threads()
-    pipeline = build_onpolicy(cfg, policy_cls)
-    start = time.perf_counter()
-    best = previous_best(cfg)  # a resumed run's best so far
-    try:
-        with task.start(async_mode=cfg.async_mode, ctx=pipeline.ctx):
-            task.on("eval_end", lambda ctx: best.append(ctx.eval_value))
-            pipeline.install(task)
-            task.run()
-            ctx = task.ctx
-            profile = task.profile()
-    finally:
-        pipeline.close()
-    return summary(cfg, ctx, best, start, profile)
+    return run_pipeline(cfg, lambda: build_onpolicy(cfg, policy_cls))

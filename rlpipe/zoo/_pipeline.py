@@ -1,0 +1,67 @@
+"""What every zoo pipeline shares: a pipeline built but not started, the policy built on the
+collector env's spaces, and running one to its summary."""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+from typing import Any, Callable, Dict, Iterator, Tuple
+
+from rlpipe.engine import task
+
+from ._run import limit_torch_threads, seed_everything
+from ._tail import previous_best, summary
+
+
+@dataclasses.dataclass
+class Pipeline:
+    """A zoo pipeline built but not started: the run's first context, how to put its
+    middleware on a started task, and the env managers to close afterwards."""
+
+    ctx: Any
+    install: Callable[[Any], None]
+    """`install(task)`: `task.use(...)` every middleware of the pipeline, in order."""
+    envs: Tuple[Any, ...]
+
+    def close(self) -> None:
+        """Close the env managers (also when the pipeline never ran)."""
+        for env in self.envs:
+            env.close()
+
+
+@contextlib.contextmanager
+def closed_on_error(envs: Tuple[Any, ...]) -> Iterator[None]:
+    """Close `envs` if building the rest of the pipeline fails (no env worker is left behind)."""
+    try:
+        yield
+    except BaseException:
+        for env in envs:
+            env.close()
+        raise
+
+
+def make_policy(cfg: Any, policy_cls: Any, env: Any) -> Any:
+    """`policy_cls` on `env`'s spaces; network init and exploration follow the run's seed
+    when `policy.seed` is None."""
+    if cfg.policy.get("seed", 0) is None:
+        cfg.policy.seed = cfg.seed
+    return policy_cls(cfg.policy, env.observation_space, env.action_space)
+
+
+def run_pipeline(cfg: Any, build: Callable[[], Pipeline]) -> Dict[str, Any]:
+    """Seed, build the pipeline, run it on the global task, close its envs; the run's summary."""
+    seed_everything(cfg.seed)
+    limit_torch_threads()
+    pipeline = build()
+    start = time.perf_counter()
+    best = previous_best(cfg)  # a resumed run's best so far
+    try:
+        with task.start(async_mode=cfg.async_mode, ctx=pipeline.ctx):
+            task.on("eval_end", lambda ctx: best.append(ctx.eval_value))
+            pipeline.install(task)
+            task.run()
+            ctx = task.ctx
+            profile = task.profile()
+    finally:
+        pipeline.close()
+    return summary(cfg, ctx, best, start, profile)
