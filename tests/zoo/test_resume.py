@@ -65,19 +65,26 @@ def _train_process(run_dir, *extra):
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def _wait_for(path, proc, timeout=120):
+def _wait_for_checkpoint(run_dir, proc, min_iter, timeout=120):
+    """Wait until the run has written a periodic checkpoint at train_iter >= `min_iter` (its
+    name depends on where the update schedule puts train_iter; older ones are pruned)."""
     deadline = time.time() + timeout
-    while not os.path.exists(path):
+    folder = os.path.join(run_dir, "ckpt")
+    while True:
+        names = os.listdir(folder) if os.path.isdir(folder) else []
+        if any(n.startswith("iter_") and n.endswith(".pt") and int(n[5:-3]) >= min_iter
+               for n in names):
+            return
         assert proc.poll() is None, proc.communicate()[1][-3000:]
-        assert time.time() < deadline, f"{path} never appeared"
-        time.sleep(0.2)
+        assert time.time() < deadline, f"no checkpoint at train_iter >= {min_iter} in {folder}"
+        time.sleep(0.1)
 
 
 @pytest.mark.slow
 def test_kill_9_then_resume_continues_from_the_last_checkpoint(tmp_path):
     run_dir = str(tmp_path / "run")
     proc = _train_process(run_dir)
-    _wait_for(os.path.join(run_dir, "ckpt", "iter_64.pt"), proc)
+    _wait_for_checkpoint(run_dir, proc, 64)
     time.sleep(1.0)
     proc.kill()
     proc.wait()
@@ -91,7 +98,7 @@ def test_kill_9_then_resume_continues_from_the_last_checkpoint(tmp_path):
 def test_signal_finishes_the_iteration_checkpoints_and_exits(tmp_path, signum, code):
     run_dir = str(tmp_path / "run")
     proc = _train_process(run_dir)
-    _wait_for(os.path.join(run_dir, "ckpt", "iter_32.pt"), proc)
+    _wait_for_checkpoint(run_dir, proc, 32)
     proc.send_signal(signum)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == code, err[-2000:]
