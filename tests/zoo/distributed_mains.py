@@ -28,9 +28,16 @@ def collector_dies_once(name, plain_cfg, after_env_steps):
     return role_main(name, plain_cfg)
 
 
-def learner_dies(name, plain_cfg, checkpoint):
-    """The learner kills its process once `checkpoint` (a file of the run folder) exists."""
+def learner_dies(name, plain_cfg, min_iter):
+    """The learner kills its process once it has written a periodic checkpoint at train_iter
+    >= `min_iter` (the exact name depends on how many updates each iteration ran)."""
     if parallel.link().role is Role.LEARNER:
-        path = os.path.join(plain_cfg["run_dir"], checkpoint)
-        _kill_self_when(lambda: os.path.exists(path))
+        folder = os.path.join(plain_cfg["run_dir"], "ckpt")
+
+        def written():
+            names = os.listdir(folder) if os.path.isdir(folder) else []
+            return any(n.startswith("iter_") and n.endswith(".pt") and int(n[5:-3]) >= min_iter
+                       for n in names)
+
+        _kill_self_when(written)
     return role_main(name, plain_cfg)

@@ -155,7 +155,7 @@ def test_learner_death_stops_the_run_and_resume_continues(ray_local, tmp_path):
     write_config(run_dir, entry.name, cfg)
     with pytest.raises(parallel.LearnerDiedError, match=f"--resume {run_dir}"):
         run_distributed(entry.name, cfg,
-                        main=lambda n, c: distributed_mains.learner_dies(n, c, "ckpt/iter_64.pt"))
+                        main=lambda n, c: distributed_mains.learner_dies(n, c, 64))
     saved = load_checkpoint(run_dir, which="resumable")["meta"]["env_step"]
     result = resume(run_dir, max_env_step=saved + 1024, progress=False)
     assert result["collectors"] == 2
