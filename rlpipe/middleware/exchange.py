@@ -51,7 +51,7 @@ WEIGHTS = "weights"
 TRAJECTORIES = "trajectories"
 EVALUATIONS = "evaluations"
 _DERIVED = ("acting",)  # rebuilt by collect_mode.refresh() from the shipped networks
-FINAL_EVAL_TIMEOUT_S = 600.0  # the learner waits this long for the final weights' evaluation
+FINAL_EVAL_TIMEOUT_S = 60.0  # the learner waits at most this long for the final weights' evaluation
 EVALUATOR_EXITS = "evaluator_exits"
 """Hub counter the evaluator process adds to when its main() returns (after its last message),
 so that a learner waiting for a final evaluation knows none will come."""
