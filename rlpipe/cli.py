@@ -247,7 +247,7 @@ def _cmd_graph(args: argparse.Namespace) -> int:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    from rlpipe.cli_errors import debug_requested, explain, format_traceback
+    from rlpipe.zoo._cli_errors import debug_requested, explain, format_traceback
     from rlpipe.engine.parallel import LearnerDiedError
     from rlpipe.envs import EnvFailureError
     from rlpipe.zoo import Interrupted

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+import gymnasium as gym
 import numpy as np
 import torch
 
@@ -57,3 +58,14 @@ def masked_categorical(dist: Any, mask: Optional[torch.Tensor]) -> Any:
         return dist
     return torch.distributions.Categorical(logits=masked_logits(dist.logits, mask.bool()),
                                            validate_args=False)
+
+
+def discrete_mask(space: Any, action_mask: Any, batch: int, face: str,
+                  device: Any) -> Optional[torch.Tensor]:
+    """`action_mask` as a bool tensor on `device` (None: no mask); Discrete spaces only."""
+    if action_mask is None:
+        return None
+    if not isinstance(space, gym.spaces.Discrete):
+        raise ValueError(f"{face}: action masks need a Discrete action space, this policy acts "
+                         f"in {space}; give the env no masks")
+    return torch.as_tensor(as_mask(action_mask, batch, int(space.n), face), device=device)

@@ -38,7 +38,7 @@ from rlpipe.data import to_torch
 from rlpipe.models import ActorCritic, batch_rows, obs_as_tensor
 
 from ._common import adam, clone_state, grad_step, hard_update, resolve_device
-from ._masks import as_mask, masked_categorical
+from ._masks import discrete_mask, masked_categorical
 from .base import Policy, _CollectFace
 
 __all__ = ["PPOPolicy"]
@@ -171,7 +171,8 @@ class PPOPolicy(Policy):
     # --- collect: sample from π_old on the acting copy ------------------------------------------
     def _forward_collect(self, obs: Any, action_mask: Any = None) -> Dict[str, np.ndarray]:
         obs_t = obs_as_tensor(obs, self.collect_device)
-        mask = self._mask(action_mask, batch_rows(obs), "collect", self.collect_device)
+        mask = discrete_mask(self.action_space, action_mask, batch_rows(obs), "PPO collect",
+                             self.collect_device)
         with torch.inference_mode():
             dist, value = self.acting(obs_t)
             dist = masked_categorical(dist, mask)
@@ -207,20 +208,10 @@ class PPOPolicy(Policy):
             hard_update(self.acting, self.model)
 
     # --- eval: the mode of π (argmax / mean) on the learner's network ---------------------------
-    def _mask(self, action_mask: Any, batch: int, face: str,
-              device: torch.device) -> torch.Tensor | None:
-        """`action_mask` as a bool tensor (None: no mask); Discrete actions only."""
-        if action_mask is None:
-            return None
-        if not self.discrete:
-            raise ValueError(f"PPO {face}: action masks need a Discrete action space, this policy "
-                             f"acts in {self.action_space}; give the env no masks")
-        n = int(self.action_space.n)
-        return torch.as_tensor(as_mask(action_mask, batch, n, f"PPO {face}"), device=device)
-
     def _forward_eval(self, obs: Any, action_mask: Any = None) -> Dict[str, np.ndarray]:
         obs_t = obs_as_tensor(obs, self.device)
-        mask = self._mask(action_mask, batch_rows(obs), "eval", self.device)
+        mask = discrete_mask(self.action_space, action_mask, batch_rows(obs), "PPO eval",
+                             self.device)
         with self._lock, torch.inference_mode():
             if mask is None:
                 action = self.model.mode(obs_t).cpu().numpy()

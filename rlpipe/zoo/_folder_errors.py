@@ -2,7 +2,7 @@
 names the folder and the OS error, and a folder this run created is not left half-made.
 
 Every other exception that leaves a run gets the folder as its `run_dir` attribute, so the
-command line can name the checkpoint to resume from (see `rlpipe.cli_errors`).
+command line can name the checkpoint to resume from (see `rlpipe.zoo._cli_errors`).
 """
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from typing import Optional, Tuple
 from rlpipe.envs import EnvFailureError
 from rlpipe.middleware import load_checkpoint
 from rlpipe.runs import BEST_CHECKPOINT, CheckpointError, RunDir
-from rlpipe.zoo._folder_errors import RunDirError
+from ._folder_errors import RunDirError
 
 __all__ = ["RUN_FAILED", "USAGE_ERROR", "debug_requested", "explain", "format_traceback",
            "last_checkpoint"]
