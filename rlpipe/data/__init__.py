@@ -1,8 +1,12 @@
 """Transitions, replay buffers (uniform, prioritized), n-step, on-policy rollouts, GAE,
-the update schedule (sample-ratio controller) and batching to torch."""
+the update schedule (sample-ratio controller), batching to torch, and offline data sets
+(`OfflineDataset`, Minari on disk: `load_dataset`, `write_dataset`)."""
 from ._batch import to_torch
 from ._gae import compute_gae
+from ._minari_io import dataset_root, dataset_summary, load_dataset, local_datasets, write_dataset
 from ._nstep import NStepAccumulator, nstep_targets
+from ._offline import OfflineDataset
+from ._offline_pack import OfflineDataError
 from ._per_env import PerEnvOutput, batch_of
 from ._prioritized import PrioritizedReplayBuffer
 from ._replay import ReplayBuffer
@@ -13,6 +17,8 @@ from ._transition import TRANSITION_KEYS, bootstrap_discount, td_targets
 
 __all__ = [
     "NStepAccumulator",
+    "OfflineDataError",
+    "OfflineDataset",
     "PerEnvOutput",
     "PrioritizedReplayBuffer",
     "ReplayBuffer",
@@ -25,7 +31,12 @@ __all__ = [
     "batch_of",
     "bootstrap_discount",
     "compute_gae",
+    "dataset_root",
+    "dataset_summary",
+    "load_dataset",
+    "local_datasets",
     "nstep_targets",
     "td_targets",
     "to_torch",
+    "write_dataset",
 ]

@@ -7,6 +7,7 @@ from .exchange import Exchange
 from .exploration import eps_greedy_handler, epsilon_schedule
 from .learner import NonFiniteLossError, OffPolicyLearner, trainer
 from .logger import online_logger, read_metrics
+from .offline import offline_data_fetcher
 from .onpolicy import gae_estimator, multistep_trainer
 from .progress import progress_bar
 from .termination import termination_checker
@@ -30,6 +31,7 @@ __all__ = [
     "load_checkpoint",
     "multistep_trainer",
     "nstep_reward_enhancer",
+    "offline_data_fetcher",
     "offpolicy_data_fetcher",
     "online_logger",
     "progress_bar",
