@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 import pathlib
-from typing import Any, Dict
+from typing import Any, Dict, Tuple
 
 import numpy as np
 
@@ -54,10 +54,10 @@ def _load(target: str, run: RunDir) -> Dict[str, Any]:
     return checkpoint
 
 
-def evaluate_run(target: str, episodes: int = 10, seed: int = 12345) -> Dict[str, Any]:
-    """Mean and std of the return of `episodes` evaluation episodes with a run's `best.pt` (the
-    weights of its best evaluation; if it is missing or refused, final.pt, else its newest
-    checkpoint that verifies), or with the given .pt file."""
+def load_run(target: str) -> Tuple[Any, Any, Dict[str, Any], RunDir]:
+    """(zoo entry, resolved config, checkpoint, run folder) of a run folder or checkpoint, the
+    checkpoint chosen as `rlpipe eval` chooses it (best.pt, else final.pt, else the newest that
+    verifies; or the given .pt file)."""
     run = RunDir(_run_dir_of(target))
     name, plain_cfg = run.read_config()
     try:
@@ -66,17 +66,28 @@ def evaluate_run(target: str, episodes: int = 10, seed: int = 12345) -> Dict[str
     except (KeyError, ValueError, TypeError) as err:
         message = err.args[0] if isinstance(err, KeyError) and err.args else err
         raise ValueError(f"{run.config}: {message}") from err
-    checkpoint = _load(target, run)
-    env = EnvManager(cfg.env.id, n_envs=min(episodes, cfg.env.eval_n_envs), seed=seed,
-                     mode=cfg.env.mode, env_kwargs=dict(cfg.env.env_kwargs) or None,
-                     **mask_settings(cfg.env))
+    return entry, cfg, _load(target, run), run
+
+
+def run_env(cfg: Any, n_envs: int, seed: int) -> EnvManager:
+    """An env manager for a run's env, as its config makes it (kwargs, mode, action masks)."""
+    return EnvManager(cfg.env.id, n_envs=n_envs, seed=seed, mode=cfg.env.mode,
+                      env_kwargs=dict(cfg.env.env_kwargs) or None, **mask_settings(cfg.env))
+
+
+def evaluate_run(target: str, episodes: int = 10, seed: int = 12345) -> Dict[str, Any]:
+    """Mean and std of the return of `episodes` evaluation episodes with a run's `best.pt` (the
+    weights of its best evaluation; if it is missing or refused, final.pt, else its newest
+    checkpoint that verifies), or with the given .pt file."""
+    entry, cfg, checkpoint, run = load_run(target)
+    env = run_env(cfg, min(episodes, cfg.env.eval_n_envs), seed)
     try:
         policy = entry.policy_cls(cfg.policy, env.observation_space, env.action_space)
         policy.load_state_dict(checkpoint["policy"])
         returns = np.array([r["return"] for r in evaluate_episodes(policy.eval_mode, env, episodes)])
     finally:
         env.close()
-    return {"entry": name, "run_dir": str(run.root), "episodes": episodes,
+    return {"entry": entry.name, "run_dir": str(run.root), "episodes": episodes,
             "mean_return": float(returns.mean()), "std_return": float(returns.std()),
             "checkpoint": str(checkpoint.get("path")),
             "env_step": checkpoint.get("meta", {}).get("env_step")}
