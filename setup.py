@@ -22,6 +22,9 @@ setup(
         "atari": ["gymnasium[atari]>=1.0"],
         "mujoco": ["gymnasium[mujoco]>=1.0"],
         "minigrid": ["minigrid>=2.3"],
+        # offline data sets (rlpipe.data.load_dataset, `rlpipe dataset`); minari 0.5.4 imports
+        # PIL without declaring it
+        "offline": ["minari[hdf5]>=0.5.4", "pillow"],
         "plot": ["matplotlib>=3.7"],
         "test": ["pytest>=7.4", "pytest-timeout>=2.1"],
         # benchmarks/parity.py: the reference implementations (never a runtime dependency)
