@@ -41,7 +41,7 @@ def test_refusals_are_one_line(minari_root, capsys):
     assert "pendulum/r-v0" in err and str(minari_root) in err and "\n" not in err
 
 
-def test_noise_and_run_folder_and_replay_export(minari_root, tmp_path, capsys):
+def test_run_folder_and_replay_export(minari_root, tmp_path, capsys):
     run = tmp_path / "run"
     assert main(["train", "cartpole-dqn", "--max-env-steps", "600", "--run-dir", str(run),
                  "--no-progress", "--set", "policy.eval.evaluator.n_episode=2"]) == 0
@@ -96,3 +96,21 @@ def test_a_wrapped_ring_buffer_is_read_oldest_first():
     state = {"size": 5, "capacity": 5, "position": 2}
     assert chronological(state).tolist() == [2, 3, 4, 0, 1]
     assert chronological({"size": 3, "capacity": 5, "position": 3}).tolist() == [0, 1, 2]
+
+
+def test_action_noise_is_epsilon_random_or_gaussian_in_half_ranges():
+    import gymnasium as gym
+
+    from rlpipe.zoo._dataset_collect import Noise
+
+    eps = Noise(gym.spaces.Discrete(4), eps=0.5, noise=0.0, seed=0)
+    out = eps(np.zeros(4000, np.int64), None)
+    assert 0.3 < (out != 0).mean() < 0.45  # half random, 3 of 4 random actions differ
+    box = gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
+    gauss = Noise(box, eps=0.0, noise=0.1, seed=0)(np.zeros((4000, 1), np.float32), None)
+    assert gauss.dtype == np.float32 and abs(gauss.std() - 0.2) < 0.02  # 0.1 half-ranges of 4
+    wide = Noise(box, eps=0.0, noise=10.0, seed=0)(np.zeros((100, 1), np.float32), None)
+    assert wide.min() >= -2.0 and wide.max() <= 2.0
+    masked = Noise(gym.spaces.Discrete(3), eps=1.0, noise=0.0, seed=0)
+    mask = np.array([[False, True, False]] * 50)
+    assert (masked(np.zeros(50, np.int64), mask) == 1).all()
