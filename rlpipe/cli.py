@@ -162,7 +162,7 @@ def spaces_table(names: Optional[List[str]] = None) -> str:
     """`rlpipe list --spaces`: algorithm × action space kind (from the policy classes'
     `action_space_types`), then the observation spaces the encoders take."""
     from rlpipe.policies.registry import (ACTION_SPACES, OBSERVATION_SPACES, action_space_table,
-                                          spaces_line)
+                                          mask_table, spaces_line)
 
     table = action_space_table(names)
     kinds = [t.__name__ for t in ACTION_SPACES]
@@ -173,7 +173,12 @@ def spaces_table(names: Optional[List[str]] = None) -> str:
         cells = [("yes" if k in takes else "-").ljust(len(k)) for k in kinds]
         lines.append(name.ljust(width) + "  ".join(cells).rstrip())
     lines += ["", spaces_line(names) + ".", "",
-              "observation spaces (every algorithm; the encoder is chosen from the space):"]
+              "action masks (info['action_mask'], Dict key 'action_mask' or action_mask_fn; "
+              "MultiDiscrete: sum(nvec) values, a segment per component; docs/action_masks.md):"]
+    masks = mask_table(names)
+    lines += [f"  {name.ljust(width)}{', '.join(kinds)}" for name, kinds in masks.items()]
+    lines += ["  (none)"] if not masks else []
+    lines += ["", "observation spaces (every algorithm; the encoder is chosen from the space):"]
     kind_width = max(len(k) for k, _ in OBSERVATION_SPACES) + 2
     lines += [f"  {kind.ljust(kind_width)}{how}" for kind, how in OBSERVATION_SPACES]
     return "\n".join(lines)

@@ -9,6 +9,7 @@ restarts crashed or hung envs.
 from rlpipe.envs._errors import EnvFailureError, MissingDependencyError, UnknownEnvError
 from rlpipe.envs._manager import EnvManager, StepResult
 from rlpipe.envs._maskedgrid import register as _register_maskedgrid
+from rlpipe.envs._masks import empty_segments, flat_mask, mask_segments, sample_valid_actions
 from rlpipe.envs._obs import BatchObs, obs_to_tree
 from rlpipe.envs._registry import register_env, registered_envs, unregister_env
 
@@ -19,9 +20,13 @@ __all__ = [
     "MissingDependencyError",
     "StepResult",
     "UnknownEnvError",
+    "empty_segments",
+    "flat_mask",
+    "mask_segments",
     "obs_to_tree",
     "register_env",
     "registered_envs",
+    "sample_valid_actions",
     "unregister_env",
 ]
 

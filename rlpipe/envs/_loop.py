@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import VectorEnv
-from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
+from gymnasium.vector.utils import batch_space, iterate
 
 from rlpipe.envs._actions import ActionCheck
-from rlpipe.envs._obs import BatchObs, copy_batch, set_rows, to_batch
+from rlpipe.envs._obs import BatchObs, BatchStacker, copy_batch, set_rows
 from rlpipe.envs._outcome import Failure, Outcome, failures_from_info
 from rlpipe.envs._recovery import FAILURE_KEY, SubEnvFactory
 from rlpipe.envs._registry import EnvSource
@@ -63,6 +63,7 @@ class LoopBackend:
         self._flat_obs = isinstance(obs_space, spaces.Box)
         self._obs_shape = (n_envs, *obs_space.shape) if self._flat_obs else ()
         self._obs_dtype = obs_space.dtype
+        self._stack_nested = BatchStacker(obs_space, n_envs)  # Dict/Tuple observations
         self._indexable_actions = isinstance(self.single_action_space, _INDEXABLE_ACTIONS)
         self._infos = _InfoMerger(n_envs)
         self._recovering: set[int] = set()  # sub-envs restarted and not yet stepped since
@@ -141,8 +142,7 @@ class LoopBackend:
     def _stack(self, obs_list: list[Any]) -> BatchObs:
         if self._flat_obs:  # into the space's dtype, as SyncVectorEnv does
             return np.stack(obs_list, out=np.empty(self._obs_shape, self._obs_dtype))
-        out = create_empty_array(self.single_observation_space, n=self.n_envs, fn=np.zeros)
-        return to_batch(concatenate(self.single_observation_space, obs_list, out))
+        return self._stack_nested(obs_list)
 
     def close(self) -> None:
         errors = []

@@ -1,7 +1,11 @@
 """Action masks: where an env's mask of valid actions comes from, and its checks.
 
 A mask is a bool array ``[n_envs, n_actions]`` (Discrete actions), True where the action is
-allowed. Three sources, tried in this order:
+allowed. For a 1-D MultiDiscrete(nvec) action space it is ``[n_envs, sum(nvec)]``: one segment
+per component, in order (sb3-contrib's MaskablePPO layout); a source may also give a tuple/list
+of per-component masks ``[n_envs, nvec[i]]`` (or, per env in an info, ``[nvec[i]]``), which is
+joined into that layout. Every segment must allow at least one value. Three sources, tried in
+this order:
 
 - a user function ``action_mask_fn(obs, infos) -> mask`` given to the manager (batched: ``obs``
   is the batched observation, ``infos`` the vector env's info dict);
@@ -17,7 +21,7 @@ never used, its discount being 0).
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, List, Optional, Sequence, Union
 
 import numpy as np
 from gymnasium import spaces
@@ -41,6 +45,52 @@ def load_mask_fn(spec: Union[str, MaskFn, None]) -> Optional[MaskFn]:
                          f"({err}); give an importable 'module:function'") from err
 
 
+def mask_segments(action_space: Any) -> Optional[List[int]]:
+    """The segment sizes of a mask for `action_space`: ``[n]`` for Discrete(n), ``list(nvec)``
+    for a 1-D MultiDiscrete; None for spaces that take no masks."""
+    if isinstance(action_space, spaces.Discrete):
+        return [int(action_space.n)]
+    if isinstance(action_space, spaces.MultiDiscrete) and len(action_space.shape) == 1:
+        return [int(n) for n in action_space.nvec]
+    return None
+
+
+def flat_mask(mask: Any, sizes: Sequence[int]) -> np.ndarray:
+    """A mask as one bool array ``[rows, sum(sizes)]``: per-component masks (a tuple/list of
+    ``[rows, n_i]``, or an object array of per-row tuples as gymnasium batches infos) are
+    joined; an array passes as is (its shape is checked by the caller)."""
+    if isinstance(mask, (tuple, list)) and len(mask) == len(sizes) and len(sizes) > 1:
+        parts = [np.asarray(m, dtype=np.bool_) for m in mask]
+        if all(p.ndim == 2 and p.shape[1] == n for p, n in zip(parts, sizes)):
+            return np.concatenate(parts, axis=1)
+    arr = np.asarray(mask)
+    if arr.dtype == object and arr.ndim == 1 and len(sizes) > 1:
+        width = int(sum(sizes))  # a row without a mask (None: an env that gave none) allows all
+        return np.stack([np.ones(width, np.bool_) if row is None else
+                         np.concatenate([np.asarray(c, dtype=np.bool_).reshape(-1) for c in row])
+                         for row in arr])
+    return arr.astype(np.bool_, copy=False)
+
+
+def empty_segments(mask: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
+    """bool ``[rows, len(sizes)]``: True where a row's segment allows no value."""
+    if len(sizes) == 1:
+        return ~mask.any(axis=1, keepdims=True)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    return np.logical_or.reduceat(mask, starts, axis=1) == 0
+
+
+def sample_valid_actions(rng: np.random.Generator, mask: np.ndarray,
+                         sizes: Sequence[int]) -> np.ndarray:
+    """Uniformly random valid values (from 0) per row: ``[rows]`` for one segment (Discrete),
+    ``[rows, len(sizes)]`` for several (MultiDiscrete), each drawn within its segment."""
+    scores = np.where(mask, rng.random(mask.shape), -1.0)
+    if len(sizes) == 1:
+        return scores.argmax(axis=1)
+    return np.stack([part.argmax(axis=1) for part in
+                     np.split(scores, np.cumsum(sizes)[:-1], axis=1)], axis=1)
+
+
 class MaskSource:
     """Reads the masks of one env manager (see the module docstring)."""
 
@@ -51,20 +101,23 @@ class MaskSource:
         self.fn = fn
         self.enabled = enabled
         self.from_obs = isinstance(obs_space, spaces.Dict) and MASK_KEY in obs_space.spaces
-        self.n_actions = int(action_space.n) if isinstance(action_space, spaces.Discrete) else None
+        self.sizes = mask_segments(action_space)
+        self.n_actions = sum(self.sizes) if self.sizes is not None else None
         self.from_info: Optional[bool] = None  # decided at the first reset
 
     def current(self, obs: Any, infos: dict, step: int) -> Optional[np.ndarray]:
         """The mask to act from (None: the env gives none), checked for all-false rows."""
         mask = self._read(obs, infos, first=True)
         if mask is not None:
-            empty = ~mask.any(axis=1)
+            empty = empty_segments(mask, self.sizes)
             if empty.any():
-                env_id = int(np.flatnonzero(empty)[0])
+                env_id, part = (int(i) for i in np.argwhere(empty)[0])
+                what = "" if len(self.sizes) == 1 else f" for action component {part}"
                 raise ValueError(
                     f"env {self.label}, sub-env {env_id}, manager step {step}: the action mask "
-                    f"allows no action (all False); a mask must allow at least one action in "
-                    f"every state the agent acts in. Fix the env's mask (or its action_mask_fn).")
+                    f"allows no action{what} (all False); a mask must allow at least one action "
+                    f"(one value of every component) in every state the agent acts in. Fix the "
+                    f"env's mask (or its action_mask_fn).")
         return mask
 
     def next(self, next_obs: Any, infos: dict, done_rows: np.ndarray,
@@ -85,7 +138,7 @@ class MaskSource:
                 has = final.get("_" + MASK_KEY, np.ones(self.n_envs, dtype=bool))
                 rows = done_rows[np.asarray(has)[done_rows]]
                 mask[rows] = self._shape(final[MASK_KEY])[rows]
-        rows = done_rows[~mask[done_rows].any(axis=1)]
+        rows = done_rows[empty_segments(mask[done_rows], self.sizes).any(axis=1)]
         mask[rows] = True  # a final state with no legal move (game over): never bootstrapped
         return mask
 
@@ -107,10 +160,18 @@ class MaskSource:
         return self._shape(infos[MASK_KEY])
 
     def _shape(self, mask: Any) -> np.ndarray:
-        mask = np.asarray(mask)
-        if self.n_actions is None:
-            raise ValueError(f"env {self.label}: action masks need a Discrete action space")
+        if self.sizes is None:
+            raise ValueError(f"env {self.label}: action masks need a Discrete or 1-D "
+                             f"MultiDiscrete action space; give this env no masks "
+                             f"(EnvManager(action_masks=False))")
+        mask = flat_mask(mask, self.sizes)
         if mask.shape != (self.n_envs, self.n_actions):
+            if len(self.sizes) == 1:
+                raise ValueError(f"env {self.label}: an action mask must have shape [n_envs, "
+                                 f"n_actions] = [{self.n_envs}, {self.n_actions}], got "
+                                 f"{mask.shape}")
             raise ValueError(f"env {self.label}: an action mask must have shape [n_envs, "
-                             f"n_actions] = [{self.n_envs}, {self.n_actions}], got {mask.shape}")
-        return mask.astype(np.bool_, copy=False)
+                             f"sum(nvec)] = [{self.n_envs}, {self.n_actions}] (one segment per "
+                             f"component, sizes {self.sizes}) or be a tuple of per-component "
+                             f"masks [n_envs, nvec[i]]; got {mask.shape}")
+        return mask

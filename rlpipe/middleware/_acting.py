@@ -33,6 +33,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 import numpy as np
 
 from rlpipe.engine import current_task
+from rlpipe.envs import mask_segments, sample_valid_actions
 
 _MASK_FIX = ("ignore the masks (EnvManager(action_masks=False); in the zoo `--set "
              "env.action_masks=False`) or use a policy that takes them (DQN, PPO)")
@@ -140,9 +141,9 @@ class Acting:
         mask = self.cursor.mask
         if env_step < self.random_collect_size:
             space = self.env.action_space
-            if mask is not None:  # only valid actions, uniformly
-                rows = np.where(mask, space.np_random.random(mask.shape), -1.0)
-                return obs, {"action": rows.argmax(axis=1) + int(space.start)}
+            if mask is not None:  # only valid actions (values of each component), uniformly
+                drawn = sample_valid_actions(space.np_random, mask, mask_segments(space))
+                return obs, {"action": (drawn + space.start).astype(space.dtype, copy=False)}
             return obs, {"action": np.stack([space.sample() for _ in range(self.n_envs)])}
         if mask is None:
             return obs, self.policy.forward(obs, **collect_kwargs)

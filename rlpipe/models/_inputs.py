@@ -1,7 +1,8 @@
 """Observations as torch tensors: arrays, or nested dicts of arrays (Dict/Tuple spaces)."""
 from __future__ import annotations
 
-from typing import Any, Mapping, Union
+from collections.abc import Mapping
+from typing import Any, Union
 
 import numpy as np
 import torch
@@ -12,6 +13,8 @@ Device = Union[str, torch.device]
 def obs_as_tensor(obs: Any, device: Device) -> Any:
     """An array → a tensor on `device`; a (nested) mapping of arrays → the same dict of tensors.
     Tensors are moved, never copied when already there."""
+    if type(obs) is np.ndarray:  # the common leaf first: no ABC checks per key per step
+        return torch.as_tensor(obs, device=device)
     if isinstance(obs, Mapping):
         return {k: obs_as_tensor(v, device) for k, v in obs.items()}
     if isinstance(obs, torch.Tensor):
@@ -21,6 +24,6 @@ def obs_as_tensor(obs: Any, device: Device) -> Any:
 
 def batch_rows(obs: Any) -> int:
     """The leading (batch) size of an observation batch, nested or not."""
-    while isinstance(obs, Mapping):
+    while type(obs) is dict or isinstance(obs, Mapping):
         obs = next(iter(obs.values()))
     return int(np.shape(obs)[0])

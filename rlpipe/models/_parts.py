@@ -145,6 +145,9 @@ class CategoricalPart(nn.Module):
         self.embed = (nn.ModuleList(nn.Embedding(n, EMBED_DIM) for n in sizes)
                       if kind == "embed" else None)
         self.out_dim = (EMBED_DIM * len(sizes)) if self.embed is not None else sum(sizes)
+        # one component one-hot: rows of an identity (one index_select per step, not one_hot)
+        eye = torch.eye(sizes[0]) if self.embed is None and len(sizes) == 1 else None
+        self.register_buffer("eye", eye, persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x.long().reshape(x.shape[0], -1) if x.dim() > 0 else x.long().reshape(1, 1)
@@ -156,8 +159,14 @@ class CategoricalPart(nn.Module):
             x = x - self.start
         if self.embed is not None:
             return torch.cat([emb(x[:, i]) for i, emb in enumerate(self.embed)], dim=-1)
-        if len(self.sizes) == 1:
-            return F.one_hot(x[:, 0], self.sizes[0]).float()
+        if self.eye is not None:
+            try:
+                return self.eye.index_select(0, x[:, 0])
+            except IndexError:
+                raise ObservationShapeError(
+                    f"observation part {self.where} takes values in [{int(self.start[0])}, "
+                    f"{int(self.start[0]) + self.sizes[0]}), got {x[:, 0] + self.start[0]}; check "
+                    "that the env's observations lie in its observation space.") from None
         return torch.cat([F.one_hot(x[:, i], n).float() for i, n in enumerate(self.sizes)], dim=-1)
 
 

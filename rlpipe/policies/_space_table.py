@@ -11,7 +11,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import gymnasium as gym
 
-__all__ = ["ACTION_SPACES", "OBSERVATION_SPACES", "action_space_table", "spaces_line", "takes"]
+__all__ = ["ACTION_SPACES", "OBSERVATION_SPACES", "action_space_table", "mask_table",
+           "spaces_line", "takes"]
 
 # name (lower case) → policy class; registry.py fills it and is the way to change it
 _REGISTRY: Dict[str, type] = {}
@@ -52,6 +53,21 @@ def action_space_table(names: Optional[Sequence[str]] = None) -> Dict[str, List[
                        f"{sorted(_REGISTRY)} (rlpipe.policies.register_policy adds one)")
     return {n: [t.__name__ for t in ACTION_SPACES if takes(_REGISTRY[n.lower()], t)]
             for n in _trainable(names)}
+
+
+def mask_table(names: Optional[Sequence[str]] = None) -> Dict[str, List[str]]:
+    """{algorithm: the action space kinds in which it takes action masks}, for the algorithms of
+    `action_space_table(names)` that take masks at all (`supports_action_mask`, and the kinds in
+    their `mask_space_types`)."""
+    table = action_space_table(names)
+    out = {}
+    for name in table:
+        cls = _REGISTRY[name.lower()]
+        kinds = getattr(cls, "mask_space_types", ()) if getattr(
+            cls, "supports_action_mask", False) else ()
+        if kinds:
+            out[name] = [t.__name__ for t in ACTION_SPACES if issubclass(t, tuple(kinds))]
+    return out
 
 
 def _and(words: Sequence[str]) -> str:

@@ -51,6 +51,7 @@ class DQNPolicy(Policy):
     action_space_types = (gym.spaces.Discrete,)
     pipeline = "off-policy"  # trained by the zoo's off-policy pipeline
     supports_action_mask = True  # collect/eval faces take action_mask=, learn next_action_mask
+    mask_space_types = (gym.spaces.Discrete,)
     explores_with_eps = True  # collect_mode.forward takes eps (the pipeline adds eps_greedy_handler)
     space_hint = ("DQN picks one of finitely many actions; for continuous control use SAC, TD3 "
                   "or PPO (get_policy('sac'), get_policy('td3'), get_policy('ppo')).")

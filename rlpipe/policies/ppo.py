@@ -19,8 +19,9 @@ learn, per rollout: `epoch_per_collect` passes over shuffled minibatches of `bat
 then a gradient step with the global grad norm clipped to grad_clip. The learning rate is constant
 or decays linearly to 0 over `lr_decay_env_steps` env steps (rows learned from). With target_kl
 set, the epochs stop early once an epoch's mean approx-KL exceeds it.
-Action masks (Discrete): invalid logits are pushed to −1e8 (_masks.masked_categorical) when
-acting, in log π(a|s) of the update (batch "action_mask") and in the entropy.
+Action masks (Discrete; MultiDiscrete: one segment per component): invalid logits are pushed to
+−1e8 (_masks.masked_categorical) when acting, in log π(a|s) of the update (batch "action_mask")
+and in the entropy.
 """
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ from rlpipe.data import to_torch
 from rlpipe.models import ActorCritic, batch_rows, obs_as_tensor
 
 from ._common import adam, clone_state, grad_step, hard_update, resolve_device
-from ._masks import discrete_mask, masked_categorical
+from ._masks import masked_categorical, masked_mode, policy_mask
 from .base import Policy, _CollectFace
 
 __all__ = ["PPOPolicy"]
@@ -62,7 +63,8 @@ class PPOPolicy(Policy):
     """Proximal policy optimisation (clipped objective) with an actor-critic network."""
 
     pipeline = "on-policy"  # trained by the zoo's on-policy pipeline
-    supports_action_mask = True  # Discrete: faces take action_mask=, learn reads "action_mask"
+    supports_action_mask = True  # faces take action_mask=, learn reads "action_mask"
+    mask_space_types = (gym.spaces.Discrete, gym.spaces.MultiDiscrete)
     obs_space_types = (gym.spaces.Box, gym.spaces.Dict, gym.spaces.Tuple, gym.spaces.Discrete,
                        gym.spaces.MultiDiscrete)
     action_space_types = (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary,
@@ -171,8 +173,8 @@ class PPOPolicy(Policy):
     # --- collect: sample from π_old on the acting copy ------------------------------------------
     def _forward_collect(self, obs: Any, action_mask: Any = None) -> Dict[str, np.ndarray]:
         obs_t = obs_as_tensor(obs, self.collect_device)
-        mask = discrete_mask(self.action_space, action_mask, batch_rows(obs), "PPO collect",
-                             self.collect_device)
+        mask = policy_mask(self.action_space, action_mask, batch_rows(obs), "PPO collect",
+                           self.collect_device)
         with torch.inference_mode():
             dist, value = self.acting(obs_t)
             dist = masked_categorical(dist, mask)
@@ -210,14 +212,13 @@ class PPOPolicy(Policy):
     # --- eval: the mode of π (argmax / mean) on the learner's network ---------------------------
     def _forward_eval(self, obs: Any, action_mask: Any = None) -> Dict[str, np.ndarray]:
         obs_t = obs_as_tensor(obs, self.device)
-        mask = discrete_mask(self.action_space, action_mask, batch_rows(obs), "PPO eval",
-                             self.device)
+        mask = policy_mask(self.action_space, action_mask, batch_rows(obs), "PPO eval",
+                           self.device)
         with self._lock, torch.inference_mode():
             if mask is None:
                 action = self.model.mode(obs_t).cpu().numpy()
-            else:  # the most likely valid action
-                action = masked_categorical(self.model.dist(obs_t), mask).logits.argmax(-1)
-                action = action.cpu().numpy()
+            else:  # the most likely valid action (of each component)
+                action = masked_mode(masked_categorical(self.model.dist(obs_t), mask)).cpu().numpy()
         if self.discrete:
             return {"action": action + self.action_offset}
         if self.multi:

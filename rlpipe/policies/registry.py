@@ -11,7 +11,7 @@ import difflib
 from typing import List, Optional, Type
 
 from ._space_table import (_REGISTRY, ACTION_SPACES, OBSERVATION_SPACES, action_space_table,
-                           spaces_line, takes)
+                           mask_table, spaces_line, takes)
 from .base import Policy
 from .dqn import DQNPolicy
 from .ppo import PPOPolicy
@@ -20,7 +20,7 @@ from .sac import SACPolicy
 from .td3 import TD3Policy
 
 __all__ = ["ACTION_SPACES", "OBSERVATION_SPACES", "UnknownPolicyError", "action_space_table",
-           "get_policy", "policy_names", "register_policy", "registered_name", "spaces_line",
+           "get_policy", "mask_table", "policy_names", "register_policy", "registered_name", "spaces_line",
            "takes"]
 
 _REGISTRY.update({"dqn": DQNPolicy, "ppo": PPOPolicy, "random": RandomPolicy})

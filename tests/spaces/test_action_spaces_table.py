@@ -119,3 +119,14 @@ def test_the_docs_table_matches_the_policy_classes():
     documented = {cells[0].strip(" `"): [k for k, c in zip(kinds, cells[1:]) if c.strip() == "yes"]
                   for cells in rows}
     assert documented == action_space_table(BUILT_IN)
+
+
+def test_list_spaces_says_which_algorithm_takes_masks_for_which_action_space(capsys):
+    from rlpipe.policies.registry import mask_table
+
+    assert mask_table(BUILT_IN) == {"dqn": ["Discrete"], "ppo": ["Discrete", "MultiDiscrete"]}
+    assert main(["list", "--spaces"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("action masks")) + 1
+    rows = {ln.split()[0]: ln.split(None, 1)[1] for ln in lines[start:lines.index("", start)]}
+    assert rows == {"dqn": "Discrete", "ppo": "Discrete, MultiDiscrete"}
