@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
 
@@ -275,22 +276,26 @@ class PublishWeights:
         self.every = every
         self._published_iter = 0
         self._final = False
+        self._lock = threading.RLock()  # from reading the final mark to the hub's reply
 
     def publish(self, ctx: OnlineRLContext, final: bool = False) -> None:
         """Publish the policy's weights now (`final`: the run ends with them; the evaluator
-        process evaluates them and stops). Once final, every later publication is marked so:
-        in async mode this middleware's own call may come after the final one in the last
-        iteration, and its newer version must not hide the mark from the evaluator."""
+        process evaluates them and stops); once final, every later publication is marked so.
+        Locked: in async mode `__call__` and the final request run in two threads of the last
+        iteration and the hub keeps only the newest version, so an unmarked one that landed
+        after the final one would hide the mark (both processes then wait for each other)."""
         s = self.s
-        self._final = self._final or final
-        info = {"train_iter": int(ctx.train_iter), "env_step": int(ctx.env_step),
-                "env_episode": int(ctx.env_episode), "final": self._final}
-        s.version = s.link.publish(WEIGHTS, module_weights(s.policy, s.modules), info)
-        self._published_iter = ctx.train_iter
+        with self._lock:
+            self._final = self._final or final
+            info = {"train_iter": int(ctx.train_iter), "env_step": int(ctx.env_step),
+                    "env_episode": int(ctx.env_episode), "final": self._final}
+            s.version = s.link.publish(WEIGHTS, module_weights(s.policy, s.modules), info)
+            self._published_iter = ctx.train_iter
 
     def __call__(self, ctx: OnlineRLContext) -> None:
-        if ctx.train_iter - self._published_iter >= self.every:
-            self.publish(ctx)
+        with self._lock:  # after a final publication of this train_iter, nothing is due
+            if ctx.train_iter - self._published_iter >= self.every:
+                self.publish(ctx)
 
 
 @contract(reads=("train_iter",), writes=("train_iter", "env_step", "env_episode"),

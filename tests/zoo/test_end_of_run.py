@@ -120,10 +120,6 @@ def test_a_resumed_runs_best_covers_the_sessions_before(tmp_path):
 
 
 @pytest.mark.slow  # 8-16 s on two busy cores
-@pytest.mark.xfail(strict=False, reason="known race: the evaluator process sometimes does not "
-                   "answer the learner's final-weights request in time (middleware/exchange.py "
-                   "Exchange._final); the run then ends with a warning and the final evaluation "
-                   "misses the metrics row. Under investigation.")
 def test_local_backend_run_reports_the_evaluator_processes_final_evaluation(tmp_path):
     run_dir = tmp_path / "run"
     done = _cli("train", "cartpole-dqn", "--async", "--max-env-steps", "1500", "--no-progress",
