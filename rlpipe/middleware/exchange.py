@@ -18,13 +18,11 @@ after the learner):
 
 The end of a run: the learner's `final_evaluation()` asks (event `FINAL_EVAL`) for the weights
 it ends with; with an evaluator process, the learner publishes them marked final and waits for
-that process's evaluation of them, so the summary, the metrics and best.pt have it as in a single
-process. (When the evaluator process itself ended the run at stop_value, it has stopped: the
-run's last evaluation is then that one.) The learner logs every evaluation of the evaluator
-process, with its own env step; the evaluator process logs none.
+that process's evaluation of them, as in a single process (unless that process ended the run at
+stop_value: its last evaluation is then the run's). The learner logs every evaluation of the
+evaluator process, with its own env step; the evaluator process logs none.
 
-A collector waits for the learner's first weights before it collects, so every process acts
-with the learner's weights (also after `--resume`). Trajectories pass through an optional pair
+A collector acts only with the learner's weights (also after `--resume`). Trajectories pass through an optional pair
 of user functions, `compressor(trajectories) -> payload` on the collector and
 `decompressor(payload) -> trajectories` on the learner (as TMRL's sample compressor).
 """
@@ -341,7 +339,9 @@ class SendEvaluation:
         if ctx.eval_value > self._best:  # a new best: the learner writes these weights to best.pt
             self._best = float(ctx.eval_value)
             message["weights"] = s.weights
-        s.link.push(EVALUATIONS, [message], None, None, 5.0)
+        if not s.link.push(EVALUATIONS, [message], None, None, 5.0):  # never silently
+            log.warning("evaluator: the learner took no evaluation for 5 s (queue full); the "
+                        "evaluation of train_iter %d is dropped", ctx.train_iter)
 
 
 class Exchange:
