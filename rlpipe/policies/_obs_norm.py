@@ -60,7 +60,8 @@ class ObsNormalizer:
     def state_dict(self) -> Dict[str, Any]:
         if self.mean is None:
             return {"mean": None, "std": None}
-        return {"mean": torch.as_tensor(self.mean).clone(), "std": torch.as_tensor(self.std).clone()}
+        return {"mean": torch.as_tensor(self.mean).clone(),
+                "std": torch.as_tensor(self.std).clone()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         if state.get("mean") is None:

@@ -111,7 +111,8 @@ class BCPolicy(Policy):
         if c.model.hidden is None:
             raise ValueError("policy.model.hidden must be a tuple of layer sizes (it is None).")
         if c.learn.grad_clip is not None and c.learn.grad_clip <= 0:
-            raise ValueError(f"policy.learn.grad_clip must be > 0 or None, got {c.learn.grad_clip}.")
+            raise ValueError("policy.learn.grad_clip must be > 0 or None, got "
+                             f"{c.learn.grad_clip}.")
 
     # --- acting ----------------------------------------------------------------------------------
     def _greedy(self, net: nn.Module, obs: Any, device: torch.device) -> np.ndarray:
@@ -137,7 +138,8 @@ class BCPolicy(Policy):
             if self.discrete:
                 random_action = self._rng.integers(self.action_space.n, size=rows)
             else:
-                random_action = self._rng.uniform(-1.0, 1.0, (rows, self.box.dim)).astype(np.float32)
+                random_action = self._rng.uniform(-1.0, 1.0, (rows, self.box.dim))
+                random_action = random_action.astype(np.float32)
                 explore = explore[:, None]
             action = np.where(explore, random_action, action)
         return {"action": self._to_env(action)}

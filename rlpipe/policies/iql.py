@@ -73,7 +73,7 @@ class IQLPolicy(TwinCriticPolicy):
             device="cpu",        # learner device: "cpu", "cuda" or "auto"
             seed=None,           # seeds init and all noise (None: from torch's global RNG)
             model=dict(
-                actor="gaussian",          # "gaussian" (log-likelihood AWR) or "deterministic" (MSE)
+                actor="gaussian",          # "gaussian" (log-likelihood AWR) or "deterministic"
                 actor_hidden=(256, 256),   # actor MLP layers
                 critic_hidden=(256, 256),  # each Q network's MLP layers (input: obs ⊕ action)
                 value_hidden=(256, 256),   # V network's MLP layers
@@ -127,7 +127,8 @@ class IQLPolicy(TwinCriticPolicy):
         if c.model.actor not in _ACTORS:
             raise ValueError(f"policy.model.actor must be one of {_ACTORS}, got {c.model.actor!r}.")
         if c.model.value_hidden is None:
-            raise ValueError("policy.model.value_hidden must be a tuple of layer sizes (it is None).")
+            raise ValueError("policy.model.value_hidden must be a tuple of layer sizes (it is "
+                             "None).")
         if not 0.0 < c.learn.expectile < 1.0:
             raise ValueError(f"policy.learn.expectile must be in (0, 1), got {c.learn.expectile}.")
         if c.learn.beta < 0 or c.learn.max_weight <= 0:
@@ -135,7 +136,8 @@ class IQLPolicy(TwinCriticPolicy):
                              f"{c.learn.beta} and {c.learn.max_weight}.")
         steps = c.learn.actor_lr_cosine_steps
         if steps is not None and steps < 1:
-            raise ValueError(f"policy.learn.actor_lr_cosine_steps must be >= 1 or None, got {steps}.")
+            raise ValueError("policy.learn.actor_lr_cosine_steps must be >= 1 or None, got "
+                             f"{steps}.")
 
     @property
     def gaussian(self) -> bool:

@@ -97,7 +97,8 @@ class TD3BCPolicy(TD3Policy):
     def _forward_eval(self, obs: Any) -> Dict[str, np.ndarray]:
         return super()._forward_eval(self.obs_normalizer(obs))
 
-    def _learn_batch(self, batch: Mapping[str, Any]) -> Tuple[Dict[str, torch.Tensor], torch.Tensor]:
+    def _learn_batch(self, batch: Mapping[str, Any]
+                     ) -> Tuple[Dict[str, torch.Tensor], torch.Tensor]:
         b, action = super()._learn_batch(batch)
         b["obs"], b["next_obs"] = self.obs_normalizer(b["obs"]), self.obs_normalizer(b["next_obs"])
         return b, action

@@ -4,7 +4,6 @@ on medium-quality Pendulum data (slow)."""
 import gymnasium as gym
 import numpy as np
 import pytest
-import torch
 
 from rlpipe.policies import TD3BCPolicy, TD3Policy, get_policy
 from tests.offline.experts import pendulum_expert, rollout_buffer
