@@ -154,6 +154,7 @@ RANGES: Sequence[Tuple[str, Range]] = (
     ("*.target_entropy", Range(optional=True, why="entropy target")),
     ("*hidden", Range(low=1, integer=True, sizes=True, why="layer widths")),
     ("*.lr_decay_env_steps", count(1, "env steps of the lr decay", optional=True)),
+    ("*.actor_lr_cosine_steps", count(1, "learn steps of the cosine lr decay", optional=True)),
     ("*lr", positive("learning rate")),
     ("*.batch_size", count(1, "rows per update")),
     ("*.gamma", unit("discount")),
@@ -171,6 +172,12 @@ RANGES: Sequence[Tuple[str, Range]] = (
     ("*.target_kl", positive("approx-KL early stop", optional=True)),
     ("*.init_alpha", positive("entropy temperature")),
     ("*noise*", non_negative("noise std")),
+    # offline RL (IQL, TD3+BC)
+    ("*.expectile", Range(low=0, high=1, low_open=True, high_open=True,
+                          why="expectile of the value regression")),
+    ("*.beta", non_negative("inverse temperature of the advantage weights")),
+    ("*.max_weight", positive("clip of the advantage weights")),
+    ("*.alpha", non_negative("weight of the Q term against behaviour cloning")),
 )
 
 

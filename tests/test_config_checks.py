@@ -5,10 +5,11 @@ import pytest
 
 from rlpipe.config import ConfigError
 from rlpipe.config_checks import RANGES, ConfigRangeError, Range, check_config, rule_for
-from rlpipe.policies import DQNPolicy, PPOPolicy, SACPolicy, TD3Policy
+from rlpipe.policies import (BCPolicy, DQNPolicy, IQLPolicy, PPOPolicy, SACPolicy, TD3BCPolicy,
+                             TD3Policy)
 from rlpipe.zoo import _offpolicy, _onpolicy
 
-POLICIES = (DQNPolicy, PPOPolicy, SACPolicy, TD3Policy)
+POLICIES = (DQNPolicy, PPOPolicy, SACPolicy, TD3Policy, BCPolicy, IQLPolicy, TD3BCPolicy)
 
 
 def resolve(policy_cls, user):
@@ -66,6 +67,13 @@ BAD = [
     (SACPolicy, "policy.learn.actor_update_freq", 0, "an int >= 1"),
     (TD3Policy, "policy.learn.policy_delay", 0, "an int >= 1"),
     (TD3Policy, "policy.collect.noise_scale", -0.1, ">= 0"),
+    (BCPolicy, "policy.learn.lr", 0.0, "> 0"),
+    (IQLPolicy, "policy.learn.expectile", 1.0, "(0, 1)"),
+    (IQLPolicy, "policy.learn.beta", -1.0, ">= 0"),
+    (IQLPolicy, "policy.learn.max_weight", 0.0, "> 0"),
+    (IQLPolicy, "policy.learn.value_lr", 0.0, "> 0"),
+    (IQLPolicy, "policy.learn.actor_lr_cosine_steps", 0, "an int >= 1, or None"),
+    (TD3BCPolicy, "policy.learn.alpha", -2.5, ">= 0"),
 ]
 
 

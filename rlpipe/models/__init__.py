@@ -1,18 +1,20 @@
 """rlpipe.models: torch networks (no knowledge of the rest of rlpipe)."""
 from ._errors import ObservationShapeError, UnsupportedSpaceError
 from .actor_critic import ActorCritic, RunningNorm
-from .continuous import DeterministicActor, SquashedGaussianActor, TwinQCritic
+from .continuous import DeterministicActor, GaussianActor, SquashedGaussianActor, TwinQCritic
 from .conv import ConvTrunk
 from ._inputs import batch_rows, obs_as_tensor
 from .encoder import Encoder, MultiPartEncoder, build_encoder
 from .mlp import MLP
 from .q_network import QNetwork
+from .value import ValueNetwork
 
 __all__ = [
     "ActorCritic",
     "ConvTrunk",
     "DeterministicActor",
     "Encoder",
+    "GaussianActor",
     "MLP",
     "MultiPartEncoder",
     "ObservationShapeError",
@@ -21,6 +23,7 @@ __all__ = [
     "SquashedGaussianActor",
     "TwinQCritic",
     "UnsupportedSpaceError",
+    "ValueNetwork",
     "batch_rows",
     "build_encoder",
     "obs_as_tensor",

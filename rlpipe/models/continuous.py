@@ -1,5 +1,5 @@
-"""Networks for continuous control: a squashed Gaussian actor (SAC), a deterministic actor (TD3)
-and a twin Q critic (both).
+"""Networks for continuous control: a squashed Gaussian actor (SAC), a deterministic actor (TD3),
+a Gaussian actor with a bounded mean (BC, IQL) and a twin Q critic.
 
 Actors act in the normalised box [-1, 1]^action_dim; the policy maps that box onto the env's
 bounds. Critics take normalised actions too.
@@ -84,6 +84,51 @@ class DeterministicActor(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return torch.tanh(self.head(self.encoder(obs)))
+
+
+class GaussianActor(nn.Module):
+    """obs → N(tanh(mean(s)), diag(exp(log_std))) over [-1, 1]^action_dim, with one learned
+    log std per action dimension (not a function of the state), clamped to
+    [log_std_min, log_std_max] — the actor IQL uses for locomotion.
+
+    The Gaussian is not squashed: ``log_prob(obs, action)`` scores data actions (which lie in
+    the box) under the plain Gaussian, and ``sample`` clips its draws to the box. This avoids the
+    atanh of data actions on the boundary that a tanh-squashed density would need.
+    """
+
+    def __init__(self, obs_space: gym.Space, action_dim: int, hidden: Sequence[int] = (256, 256),
+                 log_std_min: float = -5.0, log_std_max: float = 2.0,
+                 encoders: Mapping[str, Any] | None = None) -> None:
+        super().__init__()
+        if not log_std_min < log_std_max:
+            raise ValueError(f"log_std_min ({log_std_min}) must be < log_std_max ({log_std_max}).")
+        self.action_dim = _check_action_dim(action_dim)
+        self.encoder = build_encoder(obs_space, hidden, encoders=encoders)
+        self.mean_head = nn.Linear(self.encoder.out_dim, self.action_dim)
+        self.log_std = nn.Parameter(torch.zeros(self.action_dim))
+        self.log_std_min = float(log_std_min)
+        self.log_std_max = float(log_std_max)
+
+    def forward(self, obs: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """(mean in [-1, 1] [B, A], log std [A])."""
+        mean = torch.tanh(self.mean_head(self.encoder(obs)))
+        return mean, self.log_std.clamp(self.log_std_min, self.log_std_max)
+
+    def log_prob(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        """log N(action; mean(obs), std) summed over action dimensions: [B]."""
+        mean, log_std = self(obs)
+        z = (action - mean) * torch.exp(-log_std)
+        return (-0.5 * z.pow(2) - log_std - _HALF_LOG_2PI).sum(-1)
+
+    def sample(self, obs: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        """A draw of the Gaussian, clipped to [-1, 1]: [B, A]."""
+        mean, log_std = self(obs)
+        noise = torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
+        return (mean + log_std.exp() * noise).clamp(-1.0, 1.0)
+
+    def deterministic(self, obs: torch.Tensor) -> torch.Tensor:
+        """The mean: the action evaluation uses."""
+        return self(obs)[0]
 
 
 class TwinQCritic(nn.Module):

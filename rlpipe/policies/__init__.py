@@ -2,23 +2,29 @@
 from rlpipe.models import ObservationShapeError, UnsupportedSpaceError
 
 from .base import CollectMode, EvalMode, LearnMode, Policy, describe_space
+from .bc import BCPolicy
 from .dqn import DQNPolicy
+from .iql import IQLPolicy
 from .ppo import PPOPolicy
 from .random_policy import RandomPolicy
 from .registry import UnknownPolicyError, get_policy, policy_names, register_policy
 from .sac import SACPolicy
 from .td3 import TD3Policy
+from .td3_bc import TD3BCPolicy
 
 __all__ = [
+    "BCPolicy",
     "CollectMode",
     "DQNPolicy",
     "EvalMode",
+    "IQLPolicy",
     "LearnMode",
     "ObservationShapeError",
     "PPOPolicy",
     "Policy",
     "RandomPolicy",
     "SACPolicy",
+    "TD3BCPolicy",
     "TD3Policy",
     "UnknownPolicyError",
     "UnsupportedSpaceError",

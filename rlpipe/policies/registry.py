@@ -13,11 +13,14 @@ from typing import List, Optional, Type
 from ._space_table import (_REGISTRY, ACTION_SPACES, OBSERVATION_SPACES, action_space_table,
                            mask_table, spaces_line, takes)
 from .base import Policy
+from .bc import BCPolicy
 from .dqn import DQNPolicy
+from .iql import IQLPolicy
 from .ppo import PPOPolicy
 from .random_policy import RandomPolicy
 from .sac import SACPolicy
 from .td3 import TD3Policy
+from .td3_bc import TD3BCPolicy
 
 __all__ = ["ACTION_SPACES", "OBSERVATION_SPACES", "UnknownPolicyError", "action_space_table",
            "get_policy", "mask_table", "policy_names", "register_policy", "registered_name", "spaces_line",
@@ -25,6 +28,7 @@ __all__ = ["ACTION_SPACES", "OBSERVATION_SPACES", "UnknownPolicyError", "action_
 
 _REGISTRY.update({"dqn": DQNPolicy, "ppo": PPOPolicy, "random": RandomPolicy})
 _REGISTRY.update({"sac": SACPolicy, "td3": TD3Policy})  # continuous control
+_REGISTRY.update({"bc": BCPolicy, "iql": IQLPolicy, "td3-bc": TD3BCPolicy})  # offline RL
 
 
 class UnknownPolicyError(KeyError):

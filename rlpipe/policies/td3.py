@@ -132,6 +132,10 @@ class TD3Policy(TwinCriticPolicy):
         discount = td_discount(b, self.cfg.learn.gamma)
         return b["reward"].float() + discount * next_q
 
+    def _actor_loss(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        """−mean Q1(obs, μ(obs)) (`action`, the batch's, is unused here; TD3+BC's loss reads it)."""
+        return -self.critic.q1(obs, self.actor(obs)).mean()
+
     def _forward_learn(self, batch: Mapping[str, Any]) -> Dict[str, Any]:
         c = self.cfg.learn
         b, action = self._learn_batch(batch)
@@ -147,7 +151,7 @@ class TD3Policy(TwinCriticPolicy):
         # Delayed policy update: the actor and both targets move every policy_delay steps.
         if self.train_iter % c.policy_delay == 0:
             with self._critics_frozen():
-                actor_loss = -self.critic.q1(b["obs"], self.actor(b["obs"])).mean()
+                actor_loss = self._actor_loss(b["obs"], action)
             grad_step(self.actor_optimizer, actor_loss, self._actor_params, c.grad_clip)
             with self._lock:
                 self.actor_optimizer.step()

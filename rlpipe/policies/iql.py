@@ -1,0 +1,231 @@
+"""IQL: Implicit Q-Learning (Kostrikov, Nair & Levine 2021, "Offline Reinforcement Learning with
+Implicit Q-Learning") for continuous Box actions.
+
+IQL never evaluates an action that is not in the data: V(s) is fitted as an upper expectile of
+Q over the data's actions, Q backs up V(s'), and the actor is extracted by advantage-weighted
+regression on the data's actions.
+
+Networks:
+  critic, critic_target  — twin Q networks Q1, Q2 and their Polyak average (tau every step);
+  value                  — V(s);
+  actor                  — Gaussian N(tanh(mean(s)), std) (model.actor="gaussian") or
+                           deterministic μ(s) ("deterministic"), both in [-1, 1]^A;
+  acting                 — the collector's copy of the actor (refresh() updates it).
+
+One learn step on a batch (obs, action, reward, next_obs, terminated), in the paper's order:
+  Q̂(s, a) = min_i Q_target_i(s, a)
+  value loss  = mean L2^τ(Q̂(s, a) − V(s)),   L2^τ(u) = |τ − 1(u < 0)| · u²     (expectile τ)
+  critic loss = Σ_i mean (Q_i(s, a) − y)²,   y = r + discount · V(s')          (V just updated)
+      discount = batch["discount"] (n-step) or gamma · (1 − terminated) — truncation bootstraps
+  actor loss  = −mean w · log π(a|s)  (Gaussian)  or  mean w · ‖μ(s) − a‖²  (deterministic),
+      w = min(exp(β · (Q̂(s, a) − V(s))), max_weight)                              (AWR)
+  critic_target ← Polyak(critic, tau).
+The actor's learning rate may follow a cosine decay to 0 over `learn.actor_lr_cosine_steps`.
+Collecting (online fine-tuning) samples the Gaussian, or adds N(0, noise_scale) to μ(s).
+Discrete actions are not implemented (use BC, or CQL for discrete data).
+"""
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any, Dict, Mapping
+
+import gymnasium as gym
+import numpy as np
+import torch
+from easydict import EasyDict
+from torch import nn
+
+from rlpipe.models import DeterministicActor, GaussianActor, ValueNetwork, obs_as_tensor
+
+from ._common import adam, clone_state, grad_step, td_discount
+from ._continuous import CONTINUOUS_HINT, polyak, reject_collect_kwargs
+from ._twin_critic import TwinCriticPolicy
+
+__all__ = ["IQLPolicy"]
+
+_ACTORS = ("gaussian", "deterministic")
+
+
+def expectile_loss(u: torch.Tensor, expectile: float) -> torch.Tensor:
+    """mean |τ − 1(u < 0)| · u²: an asymmetric square that, minimised over V with u = Q − V,
+    gives the τ-expectile of Q (τ > 0.5 leans towards the larger values)."""
+    return (torch.abs(expectile - (u < 0).float()) * u.pow(2)).mean()
+
+
+class IQLPolicy(TwinCriticPolicy):
+    """Implicit Q-Learning for 1-D Box action spaces with finite bounds."""
+
+    pipeline = "offline"
+    space_hint = "IQL here needs continuous (Box) actions. " + CONTINUOUS_HINT
+    _ALGO = "IQL"
+    _STATE_KEYS = ("value", "value_optimizer", "last_stats")
+    _REQUIRED_LEARN = TwinCriticPolicy._REQUIRED_LEARN + ("value_lr", "expectile", "beta",
+                                                          "max_weight")
+
+    @classmethod
+    def default_config(cls) -> EasyDict:
+        # The paper's settings for the MuJoCo locomotion tasks (Sec. 5 and the experimental
+        # details of its appendix): 256-256 MLPs, Adam 3e-4 for every network, batch 256,
+        # gamma 0.99, target Polyak 0.005, expectile 0.7, inverse temperature 3.0, advantage
+        # weights clipped at 100, a state-independent Gaussian std, a cosine actor lr schedule.
+        return EasyDict(
+            device="cpu",        # learner device: "cpu", "cuda" or "auto"
+            seed=None,           # seeds init and all noise (None: from torch's global RNG)
+            model=dict(
+                actor="gaussian",          # "gaussian" (log-likelihood AWR) or "deterministic"
+                actor_hidden=(256, 256),   # actor MLP layers
+                critic_hidden=(256, 256),  # each Q network's MLP layers (input: obs ⊕ action)
+                value_hidden=(256, 256),   # V network's MLP layers
+                encoders={},               # per Dict key encoder kind, e.g. {"image": "mlp"}
+                log_std_min=-5.0,          # the Gaussian actor's log std is clamped to [min, max]
+                log_std_max=2.0,           # (the max of that range)
+            ),
+            learn=dict(
+                batch_size=256,      # rows per learn step (read by the learner middleware)
+                gamma=0.99,          # discount per env step
+                tau=0.005,           # Polyak rate of the target critics, every learn step
+                actor_lr=3e-4,       # Adam learning rate of the actor
+                critic_lr=3e-4,      # Adam learning rate of the twin critics
+                value_lr=3e-4,       # Adam learning rate of V
+                expectile=0.7,       # τ of V's expectile regression (0.5: the mean; → 1: the max)
+                beta=3.0,            # inverse temperature of the advantage weights exp(β·A)
+                max_weight=100.0,    # the advantage weights are clipped at this
+                actor_lr_cosine_steps=None,  # cosine decay of the actor lr to 0 over N steps
+                grad_clip=None,      # max global grad norm per network (None: no clipping)
+            ),
+            collect=dict(
+                device="cpu",        # where the acting copy of the actor lives
+                noise_scale=0.1,     # deterministic actor: std of its Gaussian exploration noise
+            ),
+        )
+
+    def __init__(self, cfg: Mapping | None, obs_space: gym.Space, action_space: gym.Space) -> None:
+        super().__init__(cfg, obs_space, action_space)  # actor, twin critics, target, acting copy
+        c = self.cfg
+        with torch.random.fork_rng(devices=[]):
+            if c.seed is not None:
+                torch.manual_seed(c.seed + 2)
+            self.value = ValueNetwork(obs_space, c.model.value_hidden,
+                                      encoders=c.model.encoders).to(self.device)
+        self._value_params = list(self.value.parameters())
+        self.value_optimizer = adam(self._value_params, c.learn.value_lr, self.device)
+        self._critic_target_params = list(self.critic_target.parameters())
+        self._last_stats = dict(value_loss=0.0, v_mean=0.0, actor_loss=0.0, adv_mean=0.0,
+                                weight_mean=0.0)
+
+    def _make_actor(self, obs_space: gym.Space) -> nn.Module:
+        m = self.cfg.model
+        if m.actor == "gaussian":
+            return GaussianActor(obs_space, self.box.dim, m.actor_hidden, m.log_std_min,
+                                 m.log_std_max, encoders=m.encoders)
+        return DeterministicActor(obs_space, self.box.dim, m.actor_hidden, encoders=m.encoders)
+
+    def _check_cfg(self) -> None:
+        super()._check_cfg(("value_lr", "expectile", "beta", "max_weight"))
+        c = self.cfg
+        if c.model.actor not in _ACTORS:
+            raise ValueError(f"policy.model.actor must be one of {_ACTORS}, got {c.model.actor!r}.")
+        if c.model.value_hidden is None:
+            raise ValueError("policy.model.value_hidden must be a tuple of layer sizes (it is "
+                             "None).")
+        if not 0.0 < c.learn.expectile < 1.0:
+            raise ValueError(f"policy.learn.expectile must be in (0, 1), got {c.learn.expectile}.")
+        if c.learn.beta < 0 or c.learn.max_weight <= 0:
+            raise ValueError("policy.learn.beta must be >= 0 and max_weight > 0, got "
+                             f"{c.learn.beta} and {c.learn.max_weight}.")
+        steps = c.learn.actor_lr_cosine_steps
+        if steps is not None and steps < 1:
+            raise ValueError("policy.learn.actor_lr_cosine_steps must be >= 1 or None, got "
+                             f"{steps}.")
+
+    @property
+    def gaussian(self) -> bool:
+        return self.cfg.model.actor == "gaussian"
+
+    # --- collect: a draw of π (or μ + noise) from the acting copy; eval: the mean / μ ----------
+    def _forward_collect(self, obs: Any, **unknown: Any) -> Dict[str, np.ndarray]:
+        reject_collect_kwargs("IQLPolicy", unknown, "obs only")
+        obs_t = obs_as_tensor(obs, self.collect_device)
+        with torch.inference_mode():
+            if self.gaussian:
+                unit = self.acting.sample(obs_t, self._collect_rng)
+            else:
+                unit = self.acting(obs_t)
+                noise = torch.randn(unit.shape, generator=self._collect_rng, device=unit.device)
+                unit = (unit + self.cfg.collect.noise_scale * noise).clamp(-1.0, 1.0)
+        return {"action": self.box.to_env(unit.cpu().numpy())}
+
+    def _greedy(self, actor: nn.Module, obs: torch.Tensor) -> torch.Tensor:
+        return actor.deterministic(obs) if self.gaussian else actor(obs)
+
+    # --- learn -----------------------------------------------------------------------------------
+    def _actor_lr(self) -> float:
+        """The actor's lr at this step: constant, or the cosine decay lr·½(1 + cos(π t / T))."""
+        c = self.cfg.learn
+        if c.actor_lr_cosine_steps is None:
+            return c.actor_lr
+        t = min(self.train_iter, c.actor_lr_cosine_steps) / c.actor_lr_cosine_steps
+        return c.actor_lr * 0.5 * (1.0 + math.cos(math.pi * t))
+
+    def _forward_learn(self, batch: Mapping[str, Any]) -> Dict[str, Any]:
+        c = self.cfg.learn
+        b, action = self._learn_batch(batch)
+        obs = b["obs"]
+
+        # V: expectile regression on the target critics' min over the data's actions.
+        with torch.no_grad():
+            q_hat = torch.min(*self.critic_target(obs, action))
+        value_loss = expectile_loss(q_hat - self.value(obs), c.expectile)
+        grad_step(self.value_optimizer, value_loss, self._value_params, c.grad_clip)
+        with self._lock:
+            self.value_optimizer.step()
+
+        # Q: regress both critics on r + discount · V(s'), with the V just updated.
+        with torch.no_grad():
+            v = self.value(obs)
+            y = b["reward"].float() + td_discount(b, c.gamma) * self.value(b["next_obs"])
+        critic_loss, q1 = self._critic_loss(obs, action, y)
+        grad_step(self.critic_optimizer, critic_loss, self._critic_params, c.grad_clip)
+
+        # Actor: advantage-weighted regression onto the data's actions.
+        advantage = q_hat - v
+        weight = torch.exp(c.beta * advantage).clamp(max=c.max_weight)
+        if self.gaussian:
+            actor_loss = -(weight * self.actor.log_prob(obs, action)).mean()
+        else:
+            actor_loss = (weight * (self.actor(obs) - action).pow(2).sum(-1)).mean()
+        grad_step(self.actor_optimizer, actor_loss, self._actor_params, c.grad_clip)
+
+        with self._lock:
+            self.critic_optimizer.step()
+            for group in self.actor_optimizer.param_groups:
+                group["lr"] = self._actor_lr()
+            self.actor_optimizer.step()
+            polyak(self._critic_target_params, self._critic_params, c.tau)
+            self.train_iter += 1
+
+        out = self._critic_stats(critic_loss, q1, y)
+        values = torch.stack([value_loss.detach(), v.mean(), actor_loss.detach(),
+                              advantage.mean(), weight.mean()]).tolist()
+        self._last_stats = dict(zip(("value_loss", "v_mean", "actor_loss", "adv_mean",
+                                     "weight_mean"), values))
+        out.update(self._last_stats)
+        return out
+
+    # --- state -----------------------------------------------------------------------------------
+    def state_dict(self) -> Dict[str, Any]:
+        with self._lock:
+            return {
+                **self._twin_state(),
+                "value": clone_state(self.value),
+                "value_optimizer": copy.deepcopy(self.value_optimizer.state_dict()),
+                "last_stats": dict(self._last_stats),
+            }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        with self._lock:
+            self._load_twin_state(state)
+            self.value.load_state_dict(state["value"])
+            self.value_optimizer.load_state_dict(state["value_optimizer"])
+            self._last_stats = {k: float(v) for k, v in state["last_stats"].items()}
