@@ -15,3 +15,15 @@ def _tmp_signing_key(tmp_path_factory):
         os.environ.pop("RLPIPE_KEY_FILE", None)
     else:
         os.environ["RLPIPE_KEY_FILE"] = previous
+
+
+@pytest.fixture(autouse=True)
+def _policy_registry_restored():
+    """A test that registers a policy (a user's algorithm) leaves the registry as it found it,
+    so later tests see only rlpipe's own names (e.g. in `rlpipe list`)."""
+    from rlpipe.policies._space_table import _REGISTRY
+
+    before = dict(_REGISTRY)
+    yield
+    _REGISTRY.clear()
+    _REGISTRY.update(before)
