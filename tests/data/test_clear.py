@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from rlpipe.data import (NStepAccumulator, PrioritizedReplayBuffer, ReplayBuffer, RolloutStorage, SequenceAdder,
-                         SequenceReplayBuffer, UpdateSchedule)
+from rlpipe.data import (NStepAccumulator, PrioritizedReplayBuffer, ReplayBuffer, RolloutStorage,
+                         SequenceAdder, SequenceReplayBuffer, UpdateSchedule)
 from rlpipe.data._prioritized import INITIAL_MAX_PRIORITY
 
 
