@@ -1,4 +1,5 @@
-"""Transitions, replay buffers (uniform, prioritized), n-step, on-policy rollouts, GAE,
+"""Transitions, replay buffers (uniform, prioritized, sequences with burn-in), n-step,
+on-policy rollouts (and their chunks for recurrent policies), GAE,
 the update schedule (sample-ratio controller), batching to torch, and offline data sets
 (`OfflineDataset`, Minari on disk: `load_dataset`, `write_dataset`)."""
 from ._batch import to_torch
@@ -12,6 +13,8 @@ from ._prioritized import PrioritizedReplayBuffer
 from ._replay import ReplayBuffer
 from ._rollout import RolloutStorage
 from ._schedule import UNLIMITED, SampleRatioController, UpdateSchedule
+from ._sequence_replay import SequenceReplayBuffer
+from ._sequences import SequenceAdder
 from ._sumtree import SumTree
 from ._transition import TRANSITION_KEYS, bootstrap_discount, td_targets
 
@@ -24,6 +27,8 @@ __all__ = [
     "ReplayBuffer",
     "RolloutStorage",
     "SampleRatioController",
+    "SequenceAdder",
+    "SequenceReplayBuffer",
     "SumTree",
     "TRANSITION_KEYS",
     "UNLIMITED",

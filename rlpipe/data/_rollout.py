@@ -7,6 +7,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 import numpy as np
 
 from ._gae import compute_gae
+from ._rollout_chunks import chunk_minibatches, rollout_chunks
 from ._tree import Path, as_rows, flatten, path_name, unflatten
 
 ValueFn = Callable[[Any], Any]
@@ -207,6 +208,25 @@ class RolloutStorage:
         for start in range(0, rows.shape[0], batch_size):
             pick = rows[start:start + batch_size]
             yield unflatten({p: arr[pick] for p, arr in flat.items()})
+
+    def sequence_minibatches(self, chunk_len: int, n_minibatches: int,
+                             rng: Union[np.random.Generator, int, None] = None,
+                             ) -> Iterator[Dict[str, Any]]:
+        """For a recurrent policy: each env's time line cut into chunks of `chunk_len` steps (the
+        last padded), shuffled into `n_minibatches` minibatches of whole chunks. Each holds the
+        per-step keys of `batch()` as [B, chunk_len, ...] with "advantage" and "return" (GAE over
+        the whole rollout, as `compute` made them), "state" [B, ...] (the recorded state at each
+        chunk's first step), "first" [B, chunk_len] (reset the state inside a chunk where it is
+        True) and "mask" [B, chunk_len] (False on padding and on rows with valid=False)."""
+        if not self._computed:
+            raise RuntimeError("RolloutStorage.sequence_minibatches: call compute(gamma, lam, "
+                               "value_fn) first")
+        if isinstance(chunk_len, bool) or not isinstance(chunk_len, (int, np.integer)) or chunk_len < 1:
+            raise ValueError(f"RolloutStorage.sequence_minibatches: chunk_len must be a positive int, "
+                             f"got {chunk_len!r}")
+        assert self._arrays is not None
+        chunks = rollout_chunks(self._arrays, self._t, self.n_envs, int(chunk_len))
+        return chunk_minibatches(chunks, n_minibatches, rng)
 
     def _rows(self, caller: str) -> np.ndarray:
         """Indices of the valid rows among the len·n_envs flattened ones, in order."""

@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from rlpipe.data import NStepAccumulator, PrioritizedReplayBuffer, ReplayBuffer, RolloutStorage
+from rlpipe.data import (NStepAccumulator, PrioritizedReplayBuffer, ReplayBuffer, RolloutStorage,
+                         SequenceAdder, SequenceReplayBuffer, UpdateSchedule)
 from rlpipe.data._prioritized import INITIAL_MAX_PRIORITY
 
 
@@ -83,3 +84,40 @@ def test_cleared_rollout_storage_holds_no_step():
         store.compute(0.9, 0.9)
     store.add({**step(2, 7.0), "value": np.zeros(2, np.float32)})
     assert store.data["reward"].tolist() == [[7.0, 7.0]]
+
+
+@pytest.mark.parametrize("prioritized", [False, True])
+def test_cleared_sequence_buffer_samples_only_new_sequences(prioritized):
+    def seqs(ids):
+        ids = np.asarray(ids, np.float32)
+        return {"obs": np.repeat(ids[:, None], 3, 1), "mask": np.ones((len(ids), 3), bool),
+                "state": {"h": ids[:, None]}, "new_steps": np.full(len(ids), 3)}
+
+    buf = SequenceReplayBuffer(8, seq_len=2, burn_in=1, prioritized=prioritized, seed=0,
+                               controller=UpdateSchedule())
+    buf.push(seqs(np.arange(100, 108)))
+    if prioritized:
+        batch = buf.sample(4)
+        buf.update_priority(batch["index"], np.full((4, 3), 50.0), batch["mask"])
+    buf.clear()
+    assert len(buf) == 0
+    with pytest.raises(RuntimeError, match="empty"):
+        buf.sample(2)
+    buf.push(seqs([1, 2]))
+    batch = buf.sample(200)
+    assert set(batch["obs"][:, 0].tolist()) == {1.0, 2.0} and set(batch["state"]["h"][:, 0]) == {1.0, 2.0}
+    if prioritized:
+        np.testing.assert_allclose(batch["weight"], 1.0)  # the old max priority is forgotten
+    assert buf.controller.inserted == 30  # the counters stay
+
+
+def test_cleared_sequence_adder_drops_its_open_windows():
+    adder = SequenceAdder(seq_len=2, burn_in=1, stride=1, n_envs=2)
+    rec = {"obs": np.zeros((2, 1)), "first": np.ones(2, bool), "terminated": np.zeros(2, bool),
+           "truncated": np.zeros(2, bool), "state": {"h": np.zeros((2, 1))}}
+    adder.add(rec)
+    adder.add({**rec, "first": np.zeros(2, bool)})
+    assert adder.pending == 4
+    adder.clear()
+    assert adder.pending == 0
+    assert adder.add({**rec, "terminated": np.ones(2, bool)}) is None  # a 1-step episode: burn-in only

@@ -4,7 +4,7 @@ import rlpipe.data as data
 def test_all_lists_the_public_names():
     assert sorted(data.__all__) == sorted([
         "NStepAccumulator", "PerEnvOutput", "PrioritizedReplayBuffer", "ReplayBuffer", "RolloutStorage",
-        "SampleRatioController", "SumTree", "TRANSITION_KEYS", "UNLIMITED", "UpdateSchedule", "bootstrap_discount",
+        "SampleRatioController", "SequenceAdder", "SequenceReplayBuffer", "SumTree", "TRANSITION_KEYS", "UNLIMITED", "UpdateSchedule", "bootstrap_discount",
         "batch_of", "compute_gae", "nstep_targets", "td_targets", "to_torch",
         "OfflineDataError", "OfflineDataset", "dataset_root", "dataset_summary", "load_dataset",
         "local_datasets", "write_dataset",
