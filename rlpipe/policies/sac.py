@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any, Dict, Mapping
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 import gymnasium as gym
 import numpy as np
@@ -138,6 +138,9 @@ class SACPolicy(TwinCriticPolicy):
         # Critics: regress both Q's on the soft TD target.
         y = self._td_target(b)
         critic_loss, q1 = self._critic_loss(b["obs"], action, y)
+        extra_loss, extra_stats = self._regulariser(b, action)
+        if extra_loss is not None:
+            critic_loss = critic_loss + extra_loss
         grad_step(self.critic_optimizer, critic_loss, self._critic_params, c.grad_clip)
         with self._lock:
             self.critic_optimizer.step()
@@ -170,7 +173,16 @@ class SACPolicy(TwinCriticPolicy):
 
         out = self._critic_stats(critic_loss, q1, y)
         out.update(self._last_actor_stats, alpha=self.alpha)
+        if extra_stats:
+            out.update(zip(extra_stats, torch.stack(list(extra_stats.values())).tolist()))
         return out
+
+    def _regulariser(self, b: Mapping[str, torch.Tensor],
+                     action: torch.Tensor) -> Tuple[Optional[torch.Tensor], Dict[str, torch.Tensor]]:
+        """A term added to the critics' loss, and its scalar statistics (detached): none for
+        SAC. Offline variants override it (CQL: the conservative penalty). `b` is the batch as
+        tensors, `action` its actions in [-1, 1]^A."""
+        return None, {}
 
     # --- state -----------------------------------------------------------------------------------
     def state_dict(self) -> Dict[str, Any]:
