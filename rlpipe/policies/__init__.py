@@ -2,6 +2,8 @@
 from rlpipe.models import ObservationShapeError, UnsupportedSpaceError
 
 from .base import CollectMode, EvalMode, LearnMode, Policy, describe_space
+from .cql import CQLPolicy
+from .discrete_cql import DiscreteCQLPolicy
 from .dqn import DQNPolicy
 from .ppo import PPOPolicy
 from .random_policy import RandomPolicy
@@ -10,8 +12,10 @@ from .sac import SACPolicy
 from .td3 import TD3Policy
 
 __all__ = [
+    "CQLPolicy",
     "CollectMode",
     "DQNPolicy",
+    "DiscreteCQLPolicy",
     "EvalMode",
     "LearnMode",
     "ObservationShapeError",

@@ -13,6 +13,8 @@ from typing import List, Optional, Type
 from ._space_table import (_REGISTRY, ACTION_SPACES, OBSERVATION_SPACES, action_space_table,
                            spaces_line, takes)
 from .base import Policy
+from .cql import CQLPolicy
+from .discrete_cql import DiscreteCQLPolicy
 from .dqn import DQNPolicy
 from .ppo import PPOPolicy
 from .random_policy import RandomPolicy
@@ -25,6 +27,7 @@ __all__ = ["ACTION_SPACES", "OBSERVATION_SPACES", "UnknownPolicyError", "action_
 
 _REGISTRY.update({"dqn": DQNPolicy, "ppo": PPOPolicy, "random": RandomPolicy})
 _REGISTRY.update({"sac": SACPolicy, "td3": TD3Policy})  # continuous control
+_REGISTRY.update({"cql": CQLPolicy, "discrete-cql": DiscreteCQLPolicy})  # offline
 
 
 class UnknownPolicyError(KeyError):

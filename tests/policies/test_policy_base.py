@@ -14,9 +14,10 @@ VEC = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
 
 def test_all_lists_public_names():
     assert sorted(policies.__all__) == [
-        "CollectMode", "DQNPolicy", "EvalMode", "LearnMode", "ObservationShapeError", "PPOPolicy",
-        "Policy", "RandomPolicy", "SACPolicy", "TD3Policy", "UnknownPolicyError",
-        "UnsupportedSpaceError", "describe_space", "get_policy", "policy_names", "register_policy"]
+        "CQLPolicy", "CollectMode", "DQNPolicy", "DiscreteCQLPolicy", "EvalMode", "LearnMode",
+        "ObservationShapeError", "PPOPolicy", "Policy", "RandomPolicy", "SACPolicy", "TD3Policy",
+        "UnknownPolicyError", "UnsupportedSpaceError", "describe_space", "get_policy",
+        "policy_names", "register_policy"]
     for name in policies.__all__:
         assert hasattr(policies, name)
 
@@ -29,7 +30,8 @@ def test_registry_lookup_and_errors():
         get_policy("dqm")
     msg = str(info.value)
     assert isinstance(info.value, KeyError)
-    assert "'dqm'" in msg and "Did you mean 'dqn'" in msg and "Known policies: dqn" in msg
+    assert "'dqm'" in msg and "Did you mean 'dqn'" in msg
+    assert "Known policies: " + ", ".join(policy_names()) in msg
     with pytest.raises(TypeError, match="Policy subclass"):
         register_policy("x", dict)
     with pytest.raises(ValueError, match="already registered"):
