@@ -147,7 +147,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
                          "register policies, to show them in the table); add --spaces")
     if args.spaces:
         import_modules(args.imports)
-        print(spaces_table(trainable_names()))
+        print(spaces_table())  # every policy with a pipeline, offline ones included
         return 0
     for name in list_entries():
         print(f"{name:28s} {first_sentence(get_entry(name).module.__doc__ or '')}")
