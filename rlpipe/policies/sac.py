@@ -149,9 +149,7 @@ class SACPolicy(TwinCriticPolicy):
         if self.train_iter % c.actor_update_freq == 0:
             new_action, logp = self.actor.sample(b["obs"], self._learn_rng)
             alpha = self.log_alpha.detach().exp()
-            with self._critics_frozen():
-                q_new = torch.min(*self.critic(b["obs"], new_action))
-            actor_loss = (alpha * logp - q_new).mean()
+            actor_loss = self._actor_loss(b, action, new_action, logp, alpha)
             grad_step(self.actor_optimizer, actor_loss, self._actor_params, c.grad_clip)
             stats = dict(actor_loss=actor_loss.detach(), entropy=-logp.detach().mean())
             if c.auto_alpha:
@@ -176,6 +174,15 @@ class SACPolicy(TwinCriticPolicy):
         if extra_stats:
             out.update(zip(extra_stats, torch.stack(list(extra_stats.values())).tolist()))
         return out
+
+    def _actor_loss(self, b: Mapping[str, torch.Tensor], action: torch.Tensor,
+                    new_action: torch.Tensor, logp: torch.Tensor,
+                    alpha: torch.Tensor) -> torch.Tensor:
+        """mean (α log π(ã|s) − min_i Q_i(s, ã)), ã = `new_action` ~ π(s) with log π = `logp`
+        (`action`: the batch's actions in [-1, 1]^A, for variants that clone them)."""
+        with self._critics_frozen():
+            q_new = torch.min(*self.critic(b["obs"], new_action))
+        return (alpha * logp - q_new).mean()
 
     def _regulariser(self, b: Mapping[str, torch.Tensor],
                      action: torch.Tensor) -> Tuple[Optional[torch.Tensor], Dict[str, torch.Tensor]]:
