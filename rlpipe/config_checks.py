@@ -172,6 +172,7 @@ RANGES: Sequence[Tuple[str, Range]] = (
     ("*.init_alpha", positive("entropy temperature")),
     ("*.cql_alpha", non_negative("weight of CQL's conservative term")),
     ("*.cql_n_actions", count(1, "actions CQL samples per state from each sampler")),
+    ("*.bc_steps", count(0, "learn steps of behaviour cloning first")),
     ("*.cql_temperature", positive("temperature of CQL's logsumexp")),
     ("*.lagrange_threshold", Range(optional=True, why="the conservative gap CQL's Lagrange "
                                                       "multiplier aims for")),

@@ -20,6 +20,9 @@ Lagrange variant (learn.lagrange_threshold = τ, paper eq. 5): the weight become
   loss_α' = −α' · α_cql · mean_i (gap_i − τ)      (its own Adam),
 so α' grows while the gap exceeds τ and shrinks while it is below: the gap is held near τ.
 
+Actor: SAC's, mean (α log π(ã|s) − min_i Q_i(s, ã)); for the first learn.bc_steps updates
+behaviour cloning instead, mean (α log π(ã|s) − log π(a_data|s)) (the authors' warm start).
+
 Target (learn.max_q_backup, learn.backup_entropy):
   y = r + discount · min_i max_k Q_target_i(s', a'_k),  a'_k ~ π(s'), k = 1..n   (max backup),
   y = r + discount · min_i Q_target_i(s', a'),          a' ~ π(s')              (default),
@@ -88,6 +91,7 @@ class CQLPolicy(SACPolicy):
                 init_alpha_prime=1.0,  # initial Lagrange multiplier α'
                 max_q_backup=False,  # target: max over n actions of π(s') of each target Q
                 backup_entropy=False,  # target keeps SAC's −α log π(a'|s') (authors' code: no)
+                bc_steps=0,          # first N learn steps: the actor clones the data's actions
             ),
         ))
 
@@ -105,6 +109,7 @@ class CQLPolicy(SACPolicy):
         checks = (("cql_alpha", learn.cql_alpha is not None and learn.cql_alpha >= 0, ">= 0"),
                   ("cql_n_actions", learn.cql_n_actions is not None and learn.cql_n_actions >= 1,
                    ">= 1"),
+                  ("bc_steps", learn.bc_steps is not None and learn.bc_steps >= 0, ">= 0"),
                   ("cql_temperature", learn.cql_temperature is not None
                    and learn.cql_temperature > 0, "> 0"),
                   ("alpha_prime_lr", learn.alpha_prime_lr is not None
@@ -164,6 +169,16 @@ class CQLPolicy(SACPolicy):
             self.alpha_prime_optimizer.step()
         stats.update(alpha_prime=alpha_prime, alpha_prime_loss=alpha_prime_loss.detach())
         return alpha_prime * excess.sum(), stats
+
+    # --- the actor: SAC's, after an optional behaviour-cloning start ------------------------------
+    def _actor_loss(self, b: Mapping[str, torch.Tensor], action: torch.Tensor,
+                    new_action: torch.Tensor, logp: torch.Tensor,
+                    alpha: torch.Tensor) -> torch.Tensor:
+        """For the first learn.bc_steps steps mean (α log π(ã|s) − log π(a_data|s)) (the authors'
+        code's warm start, `policy_eval_start`), then SAC's."""
+        if self.train_iter < self.cfg.learn.bc_steps:
+            return (alpha * logp - self.actor.log_prob(b["obs"], action)).mean()
+        return super()._actor_loss(b, action, new_action, logp, alpha)
 
     # --- the target ------------------------------------------------------------------------------
     @torch.no_grad()

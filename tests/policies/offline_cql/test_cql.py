@@ -151,3 +151,17 @@ def test_registered_offline_with_sac_faces_and_guarded_settings():
         linear_cql({"cql_n_actions": 0})
     with pytest.raises(ValueError, match="policy.learn.cql_temperature must be > 0"):
         linear_cql({"cql_temperature": 0.0})
+
+
+@pytest.mark.parametrize("bc_steps", [0, 5])
+def test_during_bc_steps_the_actor_clones_the_data_whatever_the_critics(bc_steps):
+    def actor_loss(critic_bias):
+        policy = linear_cql({"bc_steps": bc_steps})
+        with torch.no_grad():
+            for net in policy.critic.q_nets:
+                net.net[0].bias.fill_(critic_bias)
+                net.net[0].weight.mul_(critic_bias)
+        return policy.learn_mode.forward(DATA)["actor_loss"]
+
+    same = actor_loss(1.0) == actor_loss(-3.0)
+    assert same if bc_steps else not same
