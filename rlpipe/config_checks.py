@@ -171,6 +171,14 @@ RANGES: Sequence[Tuple[str, Range]] = (
     ("*.reward_scale", positive("reward scale")),
     ("*.target_kl", positive("approx-KL early stop", optional=True)),
     ("*.init_alpha", positive("entropy temperature")),
+    ("*.cql_alpha", non_negative("weight of CQL's conservative term")),
+    ("*.cql_n_actions", count(1, "actions CQL samples per state from each sampler")),
+    ("*.bc_steps", count(0, "learn steps of behaviour cloning first")),
+    ("*.cql_temperature", positive("temperature of CQL's logsumexp")),
+    ("*.lagrange_threshold", Range(optional=True, why="the conservative gap CQL's Lagrange "
+                                                      "multiplier aims for")),
+    ("*.init_alpha_prime", Range(low=0, high=1e6, low_open=True,
+                                 why="initial Lagrange multiplier")),
     ("*noise*", non_negative("noise std")),
     # offline RL (IQL, TD3+BC)
     ("*.expectile", Range(low=0, high=1, low_open=True, high_open=True,

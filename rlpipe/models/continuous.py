@@ -66,6 +66,16 @@ class SquashedGaussianActor(nn.Module):
         log_prob = log_prob - (2.0 * (_LOG_2 - u - F.softplus(-2.0 * u))).sum(-1)
         return torch.tanh(u), log_prob
 
+    def log_prob(self, obs: torch.Tensor, action: torch.Tensor, eps: float = 1e-4) -> torch.Tensor:
+        """log π(action|obs) [B] of given actions in [-1, 1] [B, A] (e.g. a data set's, for a
+        behaviour-cloning loss); actions are clipped to ±(1 − eps) so that atanh stays finite."""
+        mean, log_std = self(obs)
+        a = action.clamp(-1.0 + eps, 1.0 - eps)
+        u = torch.atanh(a)
+        noise = (u - mean) / log_std.exp()
+        log_prob = (-0.5 * noise.pow(2) - log_std - _HALF_LOG_2PI).sum(-1)
+        return log_prob - torch.log1p(-a.pow(2)).sum(-1)
+
     def deterministic(self, obs: torch.Tensor) -> torch.Tensor:
         """tanh(mean): the action evaluation uses."""
         return torch.tanh(self(obs)[0])

@@ -3,6 +3,8 @@ from rlpipe.models import ObservationShapeError, UnsupportedSpaceError
 
 from .base import CollectMode, EvalMode, LearnMode, Policy, describe_space
 from .bc import BCPolicy
+from .cql import CQLPolicy
+from .discrete_cql import DiscreteCQLPolicy
 from .dqn import DQNPolicy
 from .iql import IQLPolicy
 from .ppo import PPOPolicy
@@ -14,8 +16,10 @@ from .td3_bc import TD3BCPolicy
 
 __all__ = [
     "BCPolicy",
+    "CQLPolicy",
     "CollectMode",
     "DQNPolicy",
+    "DiscreteCQLPolicy",
     "EvalMode",
     "IQLPolicy",
     "LearnMode",

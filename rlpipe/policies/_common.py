@@ -1,10 +1,12 @@
-"""Small pieces shared by policies: devices, target-network updates, state snapshots."""
+"""Small pieces shared by policies: devices, target-network updates, state snapshots, and a
+subclass's defaults extending its parent's."""
 from __future__ import annotations
 
 import math
 from typing import Any, Dict, List, Mapping, Optional
 
 import torch
+from easydict import EasyDict
 from torch import nn
 
 
@@ -77,3 +79,15 @@ def grad_step(optimizer: torch.optim.Optimizer, loss: torch.Tensor, params: List
     if max_norm is None and not norm:
         return None
     return torch.nn.utils.clip_grad_norm_(params, math.inf if max_norm is None else max_norm)
+
+
+def extend_config(base: Mapping[str, Any], extra: Mapping[str, Any]) -> EasyDict:
+    """`base` (a parent policy's `default_config()`) with `extra`'s keys added or replaced,
+    section by section: a subclass's `default_config()` states only what it adds or changes."""
+    merged: Dict[str, Any] = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = extend_config(merged[key], value)
+        else:
+            merged[key] = value
+    return EasyDict(merged)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from typing import Any, Dict, Mapping
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 import gymnasium as gym
 import numpy as np
@@ -40,7 +40,7 @@ __all__ = ["DQNPolicy"]
 
 # Batch keys a learn step reads (others, such as "index" or "truncated", stay in numpy).
 _LEARN_KEYS = ("obs", "action", "reward", "next_obs", "terminated", "discount", "weight",
-               "next_action_mask")
+               "action_mask", "next_action_mask")
 
 
 class DQNPolicy(Policy):
@@ -197,13 +197,17 @@ class DQNPolicy(Policy):
             discount = td_discount(b, c.gamma)
             td_target = b["reward"].float() + discount * next_value
 
-        q = self.online(b["obs"]).gather(1, action).squeeze(1)
+        q_all = self.online(b["obs"])  # Q(obs, ·)
+        q = q_all.gather(1, action).squeeze(1)
         if c.huber:
             elementwise = F.smooth_l1_loss(q, td_target, reduction="none")
         else:
             elementwise = F.mse_loss(q, td_target, reduction="none")
         weight = b.get("weight")  # prioritised replay: importance-sampling weights
         loss = (elementwise * weight.float()).mean() if weight is not None else elementwise.mean()
+        extra_loss, extra_stats = self._regulariser(b, q_all, q)
+        if extra_loss is not None:
+            loss = loss + extra_loss
 
         grad_norm = grad_step(self.optimizer, loss, self._params, c.grad_clip, norm=True)
         with self._lock:
@@ -217,11 +221,21 @@ class DQNPolicy(Policy):
         td_error = (q - td_target).detach()
         values = torch.stack([loss.detach(), q.detach().mean(), td_target.mean(),
                               td_error.abs().mean(), grad_norm.detach().float()]).tolist()
-        stats: Dict[str, Any] = dict(zip(("loss", "q_mean", "target_mean", "td_abs_mean",
-                                          "grad_norm"), values))
+        names = ("loss", "q_mean", "target_mean", "td_abs_mean", "grad_norm")
+        if extra_stats:
+            values += torch.stack([v.detach().float() for v in extra_stats.values()]).tolist()
+            names += tuple(extra_stats)
+        stats: Dict[str, Any] = dict(zip(names, values))
         if weight is not None:
             stats["priority"] = td_error.abs().cpu().numpy()
         return stats
+
+    def _regulariser(self, b: Mapping[str, torch.Tensor], q_all: torch.Tensor,
+                     q: torch.Tensor) -> Tuple[Optional[torch.Tensor], Dict[str, torch.Tensor]]:
+        """A term added to the TD loss, and its scalar statistics: none for DQN. Offline
+        variants override it (CQL: α · (logsumexp_a Q(s, a) − Q(s, a_data))). `b` is the batch
+        as tensors, `q_all` Q(obs, ·) of the online net [B, n_actions], `q` Q(obs, action) [B]."""
+        return None, {}
 
     # --- state -----------------------------------------------------------------------------------
     def state_dict(self) -> Dict[str, Any]:

@@ -14,6 +14,8 @@ from ._space_table import (_REGISTRY, ACTION_SPACES, OBSERVATION_SPACES, action_
                            mask_table, spaces_line, takes)
 from .base import Policy
 from .bc import BCPolicy
+from .cql import CQLPolicy
+from .discrete_cql import DiscreteCQLPolicy
 from .dqn import DQNPolicy
 from .iql import IQLPolicy
 from .ppo import PPOPolicy
@@ -29,6 +31,7 @@ __all__ = ["ACTION_SPACES", "OBSERVATION_SPACES", "UnknownPolicyError", "action_
 _REGISTRY.update({"dqn": DQNPolicy, "ppo": PPOPolicy, "random": RandomPolicy})
 _REGISTRY.update({"sac": SACPolicy, "td3": TD3Policy})  # continuous control
 _REGISTRY.update({"bc": BCPolicy, "iql": IQLPolicy, "td3-bc": TD3BCPolicy})  # offline RL
+_REGISTRY.update({"cql": CQLPolicy, "discrete-cql": DiscreteCQLPolicy})
 
 
 class UnknownPolicyError(KeyError):

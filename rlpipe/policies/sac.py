@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any, Dict, Mapping
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 import gymnasium as gym
 import numpy as np
@@ -138,6 +138,9 @@ class SACPolicy(TwinCriticPolicy):
         # Critics: regress both Q's on the soft TD target.
         y = self._td_target(b)
         critic_loss, q1 = self._critic_loss(b["obs"], action, y)
+        extra_loss, extra_stats = self._regulariser(b, action)
+        if extra_loss is not None:
+            critic_loss = critic_loss + extra_loss
         grad_step(self.critic_optimizer, critic_loss, self._critic_params, c.grad_clip)
         with self._lock:
             self.critic_optimizer.step()
@@ -146,9 +149,7 @@ class SACPolicy(TwinCriticPolicy):
         if self.train_iter % c.actor_update_freq == 0:
             new_action, logp = self.actor.sample(b["obs"], self._learn_rng)
             alpha = self.log_alpha.detach().exp()
-            with self._critics_frozen():
-                q_new = torch.min(*self.critic(b["obs"], new_action))
-            actor_loss = (alpha * logp - q_new).mean()
+            actor_loss = self._actor_loss(b, action, new_action, logp, alpha)
             grad_step(self.actor_optimizer, actor_loss, self._actor_params, c.grad_clip)
             stats = dict(actor_loss=actor_loss.detach(), entropy=-logp.detach().mean())
             if c.auto_alpha:
@@ -170,7 +171,25 @@ class SACPolicy(TwinCriticPolicy):
 
         out = self._critic_stats(critic_loss, q1, y)
         out.update(self._last_actor_stats, alpha=self.alpha)
+        if extra_stats:
+            out.update(zip(extra_stats, torch.stack(list(extra_stats.values())).tolist()))
         return out
+
+    def _actor_loss(self, b: Mapping[str, torch.Tensor], action: torch.Tensor,
+                    new_action: torch.Tensor, logp: torch.Tensor,
+                    alpha: torch.Tensor) -> torch.Tensor:
+        """mean (α log π(ã|s) − min_i Q_i(s, ã)), ã = `new_action` ~ π(s) with log π = `logp`
+        (`action`: the batch's actions in [-1, 1]^A, for variants that clone them)."""
+        with self._critics_frozen():
+            q_new = torch.min(*self.critic(b["obs"], new_action))
+        return (alpha * logp - q_new).mean()
+
+    def _regulariser(self, b: Mapping[str, torch.Tensor],
+                     action: torch.Tensor) -> Tuple[Optional[torch.Tensor], Dict[str, torch.Tensor]]:
+        """A term added to the critics' loss, and its scalar statistics (detached): none for
+        SAC. Offline variants override it (CQL: the conservative penalty). `b` is the batch as
+        tensors, `action` its actions in [-1, 1]^A."""
+        return None, {}
 
     # --- state -----------------------------------------------------------------------------------
     def state_dict(self) -> Dict[str, Any]:

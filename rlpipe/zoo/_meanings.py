@@ -75,11 +75,20 @@ PIPELINE_MEANINGS: Dict[str, str] = {
 
 
 def comment_meanings(policy_cls: type) -> Dict[str, str]:
-    """`{dotted key: comment}` from the end-of-line comments in `policy_cls.default_config()`.
+    """`{dotted key: comment}` from the end-of-line comments in `policy_cls.default_config()`
+    and in those of its base classes (a subclass such as CQL on SAC states only the keys it adds
+    or changes; its comment wins for a key both write)."""
+    found: Dict[str, str] = {}
+    for klass in reversed(policy_cls.__mro__):
+        method = klass.__dict__.get("default_config")
+        if method is not None:
+            found.update(_source_comments(getattr(method, "__func__", method)))
+    return found
 
-    Reads the source of the `default_config` that the class uses; keys are found as
+
+def _source_comments(method: Any) -> Dict[str, str]:
+    """`{dotted key: comment}` from the source of one `default_config`; keys are found as
     `name=` inside `dict(...)`/`EasyDict(...)` calls, nested sections as `name=dict(`."""
-    method = getattr(policy_cls.default_config, "__func__", policy_cls.default_config)
     try:
         source = textwrap.dedent(inspect.getsource(method))
     except (OSError, TypeError):  # defined in a REPL or built dynamically: no source to read

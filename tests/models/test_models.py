@@ -105,3 +105,13 @@ def test_qnetwork_plain_and_dueling():
     with pytest.raises(ObservationShapeError):
         q(torch.zeros(7, 6))
     assert QNetwork(IMG, 6, hidden=(512,))(torch.zeros(1, 4, 84, 84, dtype=torch.uint8)).shape == (1, 6)
+
+
+def test_squashed_gaussian_log_prob_of_given_actions_matches_sample():
+    actor = models.SquashedGaussianActor(gym.spaces.Box(-1, 1, (3,)), 2, (16,))
+    obs = torch.randn(64, 3)
+    action, logp = actor.sample(obs, torch.Generator().manual_seed(0))
+    inside = action.abs().max(1).values < 0.999  # away from the atanh clip
+    assert torch.allclose(actor.log_prob(obs, action)[inside], logp[inside], atol=1e-3)
+    edge = actor.log_prob(obs, torch.ones(64, 2))  # a data set's clipped actions stay finite
+    assert torch.isfinite(edge).all()
