@@ -223,6 +223,7 @@ class RecurrentActing(Acting):
                                  f"where its episodes began is unknown; give the recurrent "
                                  f"{policy_name(policy)} its own cursor: EnvCursor(env)")
             cursor.state = initial_state(policy, self.n_envs)
+        self._checked = False  # the layout of the policy's returned state (on the first step)
 
     def act(self, env_step: int, collect_kwargs: Mapping[str, Any]) -> Tuple[Any, Dict[str, Any]]:
         cursor = self.cursor
@@ -241,7 +242,8 @@ class RecurrentActing(Acting):
              steps: List[Dict[str, Any]]) -> int:
         cursor = self.cursor
         state, first = cursor.state, cursor.first
-        after = next_state(self.policy, output, self.n_envs)
+        after = next_state(self.policy, output, self.n_envs, check=not self._checked)
+        self._checked = True
         valid = super().step(ctx, obs, action, output, steps)
         record = steps[-1]
         record["first"] = first

@@ -58,21 +58,26 @@ def check_state(state: Any, n: int, where: str) -> None:
                              f"(one row per env), got shape {shape}")
 
 
-def next_state(face: Any, output: Mapping[str, Any], n: int) -> State:
-    """`output["state"]` of a recurrent face, or an error naming the policy."""
+def next_state(face: Any, output: Mapping[str, Any], n: int, check: bool = True) -> State:
+    """`output["state"]` of a recurrent face, or an error naming the policy; `check`: also
+    check its layout (the acting path does so on its first step only: it runs every step)."""
     state = output.get("state")
     if state is None:
         raise KeyError(f"{policy_name(face)} is recurrent but its forward() returned no "
                        f"'state' (keys {sorted(output)}); return the state after the step "
                        f"beside 'action', in initial_state()'s layout")
-    check_state(state, n, f"{policy_name(face)}.forward()['state']")
+    if check:
+        check_state(state, n, f"{policy_name(face)}.forward()['state']")
     return state
 
 
 def starts(terminated: np.ndarray, truncated: np.ndarray, valid: np.ndarray) -> np.ndarray:
     """Bool [n]: where the observation to act from next begins an episode (an episode ended —
     the env manager autoreset it — or the env was restarted)."""
-    return (terminated | truncated) | ~valid
+    begins = terminated | truncated
+    if not valid.all():
+        begins |= ~valid
+    return begins
 
 
 def zero_rows(state: State, rows: np.ndarray) -> State:
@@ -82,12 +87,15 @@ def zero_rows(state: State, rows: np.ndarray) -> State:
         return state
     out: State = {}
     for key, value in state.items():
-        if isinstance(value, Mapping):
-            out[key] = zero_rows(value, rows)
+        if isinstance(value, np.ndarray):
+            value = value.copy()
+            value[rows] = 0
+        elif isinstance(value, Mapping):
+            value = zero_rows(value, rows)
         else:
             value = np.array(value, copy=True)
             value[rows] = 0
-            out[key] = value
+        out[key] = value
     return out
 
 
