@@ -11,12 +11,15 @@ from rlpipe.envs._manager import EnvManager, StepResult
 from rlpipe.envs._maskedgrid import register as _register_maskedgrid
 from rlpipe.envs._masks import empty_segments, flat_mask, mask_segments, sample_valid_actions
 from rlpipe.envs._obs import BatchObs, obs_to_tree
+from rlpipe.envs._pomdp import MaskObservation
+from rlpipe.envs._pomdp import register as _register_pomdp
 from rlpipe.envs._registry import register_env, registered_envs, unregister_env
 
 __all__ = [
     "BatchObs",
     "EnvFailureError",
     "EnvManager",
+    "MaskObservation",
     "MissingDependencyError",
     "StepResult",
     "UnknownEnvError",
@@ -31,3 +34,4 @@ __all__ = [
 ]
 
 _register_maskedgrid()  # gymnasium id "rlpipe/MaskedGrid-v0"
+_register_pomdp()  # "rlpipe/CartPoleNoVel-v1", "rlpipe/PendulumNoVel-v1", "rlpipe/RememberFirst-v0"

@@ -23,8 +23,12 @@ the mask of the observations it holds, `act` hands it to the collect face as `ac
 draws warm-up actions among the valid ones), and the step record carries `action_mask` and
 `next_action_mask` (the mask of `next_obs`, for DQN's target).
 
-Hidden state per env (#15) belongs in the cursor (reset where an episode starts) and the agent
-axis (#16) in `act`/`step`: the four acting middleware then have them at once.
+Hidden state per env (#15) lives in the cursor: `make_acting` gives a recurrent policy (see
+`_hidden`) a `RecurrentActing`, which hands the collect face `state=` and `first=`, keeps the
+state it returns per env (zeroed where an episode starts: after a reset, an episode end or an
+env restart) and adds `first` and `state` (the state the step started from) to every record.
+A feed-forward policy gets the plain `Acting`: it pays nothing for this. The agent axis (#16)
+belongs in `act`/`step`: the four acting middleware then have it at once.
 """
 from __future__ import annotations
 
@@ -34,6 +38,9 @@ import numpy as np
 
 from rlpipe.engine import current_task
 from rlpipe.envs import mask_segments, sample_valid_actions
+
+from ._hidden import (copy_state, initial_state, is_recurrent, next_state, policy_name, starts,
+                      zero_rows)
 
 _MASK_FIX = ("ignore the masks (EnvManager(action_masks=False); in the zoo `--set "
              "env.action_masks=False`) or use a policy that takes them (DQN, PPO)")
@@ -58,38 +65,58 @@ class EnvCursor:
     """The observations the envs of one manager act from next; reset lazily, once.
 
     `seed` seeds that first reset (None: the manager's own seeding). `obs` is None until then.
+    For a recurrent policy it also holds, per env, the hidden `state` to act from next and
+    `first` (bool [n]: True where `obs` begins an episode); both stay None for feed-forward ones.
     """
 
-    __slots__ = ("env", "obs", "seed", "mask")
+    __slots__ = ("env", "obs", "seed", "mask", "state", "first")
 
     def __init__(self, env: Any, seed: Optional[int] = None) -> None:
         self.env = env
         self.obs: Any = None
         self.seed = seed
         self.mask: Optional[np.ndarray] = None  # the valid actions in `obs` (None: no masks)
+        self.state: Optional[Dict[str, Any]] = None  # rows where `first` is True are zeros
+        self.first: Optional[np.ndarray] = None
 
     def current(self) -> Any:
         """The observations to act from now (resetting the envs on first use)."""
         if self.obs is None:
             self.obs = self.env.reset() if self.seed is None else self.env.reset(seed=self.seed)
             self.mask = getattr(self.env, "action_mask", None)
+            if self.state is not None:  # every env begins an episode
+                self.first = np.ones(int(self.env.n_envs), dtype=np.bool_)
+                self.state = zero_rows(self.state, self.first)
         return self.obs
 
     def get_state(self) -> Dict[str, Any]:
-        """What an exact resume needs beside the env state: the observations acted from next."""
-        return {"obs": self.obs, "mask": self.mask}
+        """What an exact resume needs beside the env state: the observations acted from next
+        (and, for a recurrent policy, the hidden state and `first` of each env)."""
+        first = None if self.first is None else self.first.copy()
+        return {"obs": self.obs, "mask": self.mask, "state": copy_state(self.state),
+                "first": first}
 
     def set_state(self, state: Mapping[str, Any]) -> None:
         """Restore `get_state()`'s dict (`{"obs": None}`: reset on next use)."""
         if "obs" not in state:
             raise KeyError(f"EnvCursor.set_state() takes get_state()'s dict {{'obs': ...}}; got "
                            f"keys {sorted(state)} (a state saved by another rlpipe version?)")
+        hidden = state.get("state")  # absent in states of feed-forward runs
+        if state["obs"] is not None and self.state is not None and hidden is None:
+            raise ValueError("EnvCursor.set_state(): this cursor holds a recurrent policy's state "
+                             "but the saved state has none (saved by a feed-forward run?); resume "
+                             "with the policy the run was saved with")
         self.obs = state["obs"]
         self.mask = state.get("mask")  # absent in states of runs without masks
+        if state["obs"] is None:
+            self.first = None  # the next use resets the envs and zeroes the state
+        elif hidden is not None:
+            self.state, self.first = copy_state(hidden), np.array(state["first"], dtype=np.bool_)
 
     def __repr__(self) -> str:
         where = "not reset yet" if self.obs is None else "reset"
-        return f"EnvCursor({type(self.env).__name__}, {where})"
+        memory = "" if self.state is None else ", with hidden state"
+        return f"EnvCursor({type(self.env).__name__}, {where}{memory})"
 
 
 def shared_cursor(env: Any) -> EnvCursor:
@@ -140,15 +167,20 @@ class Acting:
         obs = self.cursor.current()
         mask = self.cursor.mask
         if env_step < self.random_collect_size:
-            space = self.env.action_space
-            if mask is not None:  # only valid actions (values of each component), uniformly
-                drawn = sample_valid_actions(space.np_random, mask, mask_segments(space))
-                return obs, {"action": (drawn + space.start).astype(space.dtype, copy=False)}
-            return obs, {"action": np.stack([space.sample() for _ in range(self.n_envs)])}
+            return obs, {"action": self.random_actions(mask)}
         if mask is None:
             return obs, self.policy.forward(obs, **collect_kwargs)
         check_mask_support(self.policy, mask)
         return obs, self.policy.forward(obs, **collect_kwargs, action_mask=mask)
+
+    def random_actions(self, mask: Optional[np.ndarray]) -> np.ndarray:
+        """One warm-up action per env, uniform over the action space (over the valid actions
+        of each component where the env gives masks)."""
+        space = self.env.action_space
+        if mask is not None:
+            drawn = sample_valid_actions(space.np_random, mask, mask_segments(space))
+            return (drawn + space.start).astype(space.dtype, copy=False)
+        return np.stack([space.sample() for _ in range(self.n_envs)])
 
     def step(self, ctx: Any, obs: Any, action: Any, output: Mapping[str, Any],
              steps: List[Dict[str, Any]]) -> int:
@@ -168,6 +200,70 @@ class Acting:
         if result.episodes:
             _count_episodes(ctx, result.episodes, len(steps))
         return valid
+
+
+class RecurrentActing(Acting):
+    """`Acting` for a recurrent policy: the cursor holds one hidden state per env.
+
+    `act` calls the collect face `forward(obs, state=, first=)`; also during warm-up, where the
+    random action replaces the policy's but its state is kept, so the state stays the policy's
+    summary of the episode so far (what a learner recomputes from the stored sequences), not a
+    zero in the middle of an episode. `step` records `first` and `state` (the state the step
+    started from), then moves the cursor to the returned state, zeroed where the next
+    observation begins an episode (`_hidden.starts`).
+    """
+
+    def __init__(self, policy: Any, env: Any, cursor: Optional[EnvCursor] = None,
+                 random_collect_size: int = 0) -> None:
+        super().__init__(policy, env, cursor, random_collect_size)
+        cursor = self.cursor
+        if cursor.state is None:
+            if cursor.obs is not None:
+                raise ValueError(f"{cursor!r} was already acted from by a feed-forward policy, so "
+                                 f"where its episodes began is unknown; give the recurrent "
+                                 f"{policy_name(policy)} its own cursor: EnvCursor(env)")
+            cursor.state = initial_state(policy, self.n_envs)
+        self._checked = False  # the layout of the policy's returned state (on the first step)
+
+    def act(self, env_step: int, collect_kwargs: Mapping[str, Any]) -> Tuple[Any, Dict[str, Any]]:
+        cursor = self.cursor
+        obs = cursor.current()
+        mask = cursor.mask
+        kwargs = dict(collect_kwargs)
+        if mask is not None:
+            check_mask_support(self.policy, mask)
+            kwargs["action_mask"] = mask
+        output = self.policy.forward(obs, state=cursor.state, first=cursor.first, **kwargs)
+        if env_step < self.random_collect_size:
+            output = {"action": self.random_actions(mask), "state": output.get("state")}
+        return obs, output
+
+    def step(self, ctx: Any, obs: Any, action: Any, output: Mapping[str, Any],
+             steps: List[Dict[str, Any]]) -> int:
+        cursor = self.cursor
+        state, first = cursor.state, cursor.first
+        after = next_state(self.policy, output, self.n_envs, check=not self._checked)
+        self._checked = True
+        valid = super().step(ctx, obs, action, output, steps)
+        record = steps[-1]
+        record["first"] = first
+        record["state"] = state
+        cursor.first = starts(record["terminated"], record["truncated"], record["valid"])
+        cursor.state = zero_rows(after, cursor.first)
+        return valid
+
+
+def make_acting(policy: Any, env: Any, cursor: Optional[EnvCursor] = None,
+                random_collect_size: int = 0) -> Acting:
+    """The acting of `policy` in `env`: `RecurrentActing` for a recurrent policy, `Acting`
+    otherwise (decided here, once)."""
+    if is_recurrent(policy):
+        return RecurrentActing(policy, env, cursor, random_collect_size)
+    if cursor is not None and cursor.state is not None:
+        raise ValueError(f"{cursor!r} holds a recurrent policy's hidden state; the feed-forward "
+                         f"{policy_name(policy)} would leave it stale. Give it its own cursor: "
+                         f"EnvCursor(env)")
+    return Acting(policy, env, cursor, random_collect_size)
 
 
 def step_record(obs: Any, action: Any, output: Mapping[str, Any], result: Any) -> Dict[str, Any]:

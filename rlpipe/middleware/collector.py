@@ -2,9 +2,10 @@
 
 A transition step is one dict of arrays over all envs of the manager (`obs`, `action`,
 `reward`, `next_obs`, `terminated`, `truncated`, `valid`, plus what the policy returned, e.g.
-`logp`, `value`). Rows with `valid` False are not transitions (an env that was restarted) and
-are dropped by `data_pusher`; keeping the [step, env] layout lets on-policy estimators see
-whole per-env sequences.
+`logp`, `value`; a recurrent policy's steps add `first` and `state`, see _acting). Rows with
+`valid` False are not transitions (an env that was restarted) and are dropped by
+`data_pusher`; keeping the [step, env] layout lets on-policy estimators see whole per-env
+sequences.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from rlpipe.contexts import OnlineRLContext
 from rlpipe.data import PerEnvOutput, batch_of
 from rlpipe.engine import Role, contract
 
-from ._acting import Acting, EnvCursor, check_cursor, shared_cursor
+from ._acting import Acting, EnvCursor, check_cursor, make_acting, shared_cursor
 from ._cfg import setting
 
 __all__ = ["EnvCursor", "EpisodeCollector", "StepCollector", "inferencer", "rolloutor"]
@@ -93,7 +94,7 @@ class _LazyActing:
                 cursor = shared_cursor(env)
             if self.seed is not None and cursor.obs is None:
                 cursor.seed = self.seed
-            self.acting = Acting(policy, env, cursor, random_collect_size)
+            self.acting = make_acting(policy, env, cursor, random_collect_size)
         return self.acting
 
 
@@ -120,7 +121,7 @@ class StepCollector:
         self.policy = policy
         self.env = env
         self.n_sample = _positive(cfg, "policy.collect.n_sample")
-        self.acting = Acting(policy, env, cursor, _warmup(cfg, random_collect_size))
+        self.acting = make_acting(policy, env, cursor, _warmup(cfg, random_collect_size))
         self.random_collect_size = self.acting.random_collect_size
 
     def __call__(self, ctx: OnlineRLContext):
@@ -138,7 +139,8 @@ class StepCollector:
         acting.refresh()
 
     def get_state(self) -> Dict[str, Any]:
-        """The observation each env acts from next (for an exact resume with the env state)."""
+        """The observation each env acts from next, and a recurrent policy's hidden state and
+        `first` per env (for an exact resume with the env state)."""
         return self.acting.cursor.get_state()
 
     def set_state(self, state: Dict[str, Any]) -> None:
@@ -165,7 +167,7 @@ class EpisodeCollector:
         self.policy = policy
         self.env = env
         self.n_episode = _positive(cfg, "policy.collect.n_episode")
-        self.acting = Acting(policy, env, cursor, _warmup(cfg, random_collect_size))
+        self.acting = make_acting(policy, env, cursor, _warmup(cfg, random_collect_size))
         self.random_collect_size = self.acting.random_collect_size
         self._open: List[List[Dict[str, Any]]] = [[] for _ in range(env.n_envs)]
 

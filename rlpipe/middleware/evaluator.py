@@ -10,6 +10,7 @@ from rlpipe.contexts import OnlineRLContext
 from rlpipe.engine import Role, contract, current_task
 
 from ._acting import check_mask_support
+from ._hidden import initial_state, is_recurrent, next_state, starts, zero_rows
 from ._cfg import setting
 
 log = logging.getLogger(__name__)
@@ -20,7 +21,9 @@ FINAL_EVAL = "final_eval"
 def evaluate_episodes(policy: Any, env: Any, n_episode: int) -> List[dict]:
     """Run `n_episode` episodes, spread evenly over the envs of `env` (so short episodes are
     not over-represented), and return their {'return', 'length'} records. Where the env gives
-    action masks (`env.action_mask`), the policy gets them as `action_mask=`."""
+    action masks (`env.action_mask`), the policy gets them as `action_mask=`. A recurrent
+    policy gets `state=` and `first=`: its own state per env, zeroed where an episode starts
+    (the envs are reset here, autoreset at episode ends, or restarted after a crash)."""
     n_envs = env.n_envs
     quota = np.full(n_envs, n_episode // n_envs)
     quota[: n_episode % n_envs] += 1
@@ -29,10 +32,19 @@ def evaluate_episodes(policy: Any, env: Any, n_episode: int) -> List[dict]:
     obs = env.reset()
     mask = getattr(env, "action_mask", None)
     check_mask_support(policy, mask)
+    memory = {}
+    if is_recurrent(policy):
+        first = np.ones(n_envs, dtype=np.bool_)
+        memory = {"state": zero_rows(initial_state(policy, n_envs), first), "first": first}
     while (done_count < quota).any():
-        output = policy.forward(obs) if mask is None else policy.forward(obs, action_mask=mask)
+        kwargs = memory if mask is None else {**memory, "action_mask": mask}
+        output = policy.forward(obs, **kwargs)
         result = env.step(output["action"])
         mask = getattr(result, "action_mask", None)
+        if memory:
+            first = starts(result.terminated, result.truncated, result.valid)
+            memory = {"state": zero_rows(next_state(policy, output, n_envs), first),
+                      "first": first}
         for ep in result.episodes:
             i = ep["env_id"]
             if done_count[i] < quota[i]:

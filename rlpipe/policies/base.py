@@ -8,6 +8,13 @@ A policy subclass implements `default_config()`, the four `_forward_*`/`_refresh
   and ``value(obs)`` where the policy defines a ``value`` method (on-policy baselines);
 - ``policy.eval_mode``: ``forward(obs) -> {"action": ...}`` (greedy / deterministic);
 - ``policy.learn_mode``: ``forward(batch) -> {stat: float, ...}`` and ``train_iter``.
+
+A policy with memory sets ``recurrent = True`` and defines ``initial_state(n)`` (a dict of arrays
+with a leading batch axis ``n``, e.g. ``{"h": [n, H], "c": [n, H]}``); its collect and eval faces
+are then called ``forward(obs, state=state, first=first, **kwargs)`` (``first``: bool ``[n]``,
+True where ``obs`` starts an episode; the policy zeroes those rows of ``state`` before using
+them) and return ``"state"`` (the state after the step) beside ``"action"``. Both faces offer
+``initial_state`` too. Feed-forward policies (the default) are called as before.
 """
 from __future__ import annotations
 
@@ -15,6 +22,7 @@ import abc
 from typing import Any, Callable, ClassVar, Dict, Mapping, Protocol, Tuple, runtime_checkable
 
 import gymnasium as gym
+import numpy as np
 from easydict import EasyDict
 
 from rlpipe.config import merge_config
@@ -55,6 +63,14 @@ class _CollectFace:
         self.refresh: Callable[[], None] = policy._refresh
 
     @property
+    def recurrent(self) -> bool:
+        return self.policy.recurrent
+
+    def initial_state(self, n: int) -> Dict[str, np.ndarray]:
+        """The policy's `initial_state(n)` (an error naming it when it is feed-forward)."""
+        return self.policy.initial_state(n)
+
+    @property
     def cfg(self) -> EasyDict:
         return self.policy.cfg
 
@@ -80,7 +96,15 @@ class _EvalFace:
 
     def __init__(self, policy: "Policy") -> None:
         self.policy = policy
-        self.forward: Callable[[Any], Dict[str, Any]] = policy._forward_eval
+        self.forward: Callable[..., Dict[str, Any]] = policy._forward_eval
+
+    @property
+    def recurrent(self) -> bool:
+        return self.policy.recurrent
+
+    def initial_state(self, n: int) -> Dict[str, np.ndarray]:
+        """The policy's `initial_state(n)` (an error naming it when it is feed-forward)."""
+        return self.policy.initial_state(n)
 
     @property
     def cfg(self) -> EasyDict:
@@ -158,6 +182,17 @@ class Policy(abc.ABC):
     # (replay buffer, zoo/_offpolicy.py) or "on-policy" (rollouts and GAE, zoo/_onpolicy.py);
     # "" for a policy that the zoo cannot train (e.g. RandomPolicy).
     pipeline: ClassVar[str] = ""
+    # True for a policy with memory: its collect/eval faces take `state=` and `first=` and
+    # return "state"; it defines `initial_state(n)`. The acting path decides once, when it is
+    # built, so feed-forward policies (False) pay nothing for it.
+    recurrent: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.recurrent and cls.initial_state is Policy.initial_state:
+            raise TypeError(f"{cls.__name__} sets recurrent = True but does not define "
+                            f"initial_state(n) -> dict of arrays [n, ...]; define it (the state "
+                            f"an episode starts from, e.g. zeros {{'h': [n, H], 'c': [n, H]}})")
 
     def __init__(self, cfg: Mapping | None, obs_space: gym.Space, action_space: gym.Space) -> None:
         self.check_spaces(obs_space, action_space)
@@ -199,6 +234,14 @@ class Policy(abc.ABC):
 
     @abc.abstractmethod
     def load_state_dict(self, state: Mapping[str, Any]) -> None: ...
+
+    def initial_state(self, n: int) -> Dict[str, np.ndarray]:
+        """The hidden state `n` envs start an episode from: a dict of arrays with a leading
+        axis `n` (recurrent policies define it; a feed-forward one has no state)."""
+        raise TypeError(f"{type(self).__name__} is feed-forward (recurrent = False): it has no "
+                        f"hidden state, so it has no initial_state(); its faces are called "
+                        f"forward(obs, ...) without state=/first=. Use a recurrent policy for "
+                        f"memory")
 
     # --- faces ---------------------------------------------------------------------------------
     @property

@@ -39,3 +39,9 @@ def test_buffer_and_collect_benchmarks_print_their_figures():
     out = run("collect_throughput.py", "--quick")
     assert re.search(rf"^sync\s+8\s+{NUMBER}\s+{NUMBER}\s+\d+\.\d+", out, re.M)
     assert re.search(rf"^native\s+64\s+{NUMBER}\s+{NUMBER}\s+\d+\.\d+", out, re.M)
+
+
+@pytest.mark.slow
+def test_recurrent_acting_benchmark_prints_its_ratio():
+    out = run("recurrent_acting.py", "--quick", "--rounds", "1")
+    assert re.search(rf"^\s+8\s+{NUMBER}\s+{NUMBER}\s+\d+\.\d+", out, re.M)
