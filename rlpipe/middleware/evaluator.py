@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+from types import SimpleNamespace
 from typing import Any, Callable, Iterator, List
 
 import numpy as np
@@ -96,8 +97,16 @@ def interaction_evaluator(cfg: Any, policy: Any, env: Any, render: bool = False)
         if ctx.last_eval_iter == ctx.train_iter or not (due or task.finish):
             return
         evaluate(ctx, task)
+        evaluated = SimpleNamespace(last_eval_iter=ctx.last_eval_iter, eval_value=ctx.eval_value,
+                                    eval_output=ctx.eval_output,
+                                    env_step=getattr(ctx, "env_step", None))
         yield
-        log_evaluation(ctx)  # after the collector: the env step of the metrics row
+        # after the collector: the env step of the metrics row. When a final evaluation of later
+        # weights ran in between (a stop at stop_value), this one has a row of its own at the
+        # env step it was made at (OnlineLogger), and the line gives that step.
+        if ctx.last_eval_iter == evaluated.last_eval_iter:
+            evaluated.env_step = getattr(ctx, "env_step", None)
+        log_evaluation(evaluated)
 
     def evaluate(ctx: OnlineRLContext, task: Any) -> None:
         records = evaluate_episodes(policy, env, n_episode)
@@ -108,7 +117,7 @@ def interaction_evaluator(cfg: Any, policy: Any, env: Any, render: bool = False)
         ctx.last_eval_iter = ctx.train_iter
         ctx.last_eval_value = ctx.eval_value
         task.emit("eval_end", ctx)
-        if stop_value is not None and ctx.eval_value >= float(stop_value):
+        if stop_value is not None and ctx.eval_value >= float(stop_value) and not task.finish:
             log.info("eval return %.2f reached stop_value %s: finishing", ctx.eval_value,
                      stop_value)
             task.finish = True
