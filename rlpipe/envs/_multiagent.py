@@ -41,7 +41,8 @@ class MultiAgentStepResult:
     - ``episodes``: for each episode that ended, ``{"env_id", "return" (team return: summed over
       agents), "length", "agent_returns": {agent: return}}``.
     - ``action_mask`` / ``next_action_mask`` bool [n, A, n_actions]: valid actions in ``obs`` /
-      ``next_obs`` (None when the env gives no masks).
+      ``next_obs`` (None when the env gives no masks). In ``action_mask`` the rows of agents
+      not in the episode allow every action (whatever is drawn there is sent nowhere).
     """
 
     obs: np.ndarray
@@ -180,9 +181,10 @@ class MultiAgentEnvManager:
         self.agent_mask = packed["mask"].astype(np.bool_)
         self.global_state = packed.get("state")
         mask = packed.get("action_mask")
-        self.action_mask = None if mask is None else mask.astype(np.bool_)
+        self.action_mask = None if mask is None else mask.astype(np.bool_)  # a copy
         if mask is not None:
-            empty = ~self.action_mask.any(axis=2) & self.agent_mask
+            self.action_mask[~self.agent_mask] = True  # absent agents: sampled, never sent
+            empty = ~self.action_mask.any(axis=2)
             if empty.any():
                 env, agent = (int(x[0]) for x in np.nonzero(empty))
                 raise ValueError(f"env {self.env_label}: agent {self.agents[agent]!r} of sub-env "
