@@ -11,6 +11,9 @@ JSON keys). Keys of a row:
 - `eval/return_mean`: `ctx.eval_value` when an evaluation ran this iteration (finite);
 - `collect/episode_return_mean`, `collect/episode_length_mean`, `collect/episodes`: from
   `ctx.episode_info`, the episodes that finished this iteration;
+- multi-agent runs (the returns above are team returns, summed over agents):
+  `collect/agent_return/<agent>` (mean over the episodes of `ctx.episode_info` of each agent's
+  `agent_returns`) and `eval/agent_return/<agent>` (`ctx.eval_output["agent_returns"]`);
 - every entry of `ctx.info_for_logging`, under its own name.
 
 Non-finite and non-scalar values are skipped; numpy and torch scalars become floats. Iterations
@@ -34,6 +37,7 @@ from typing import Any, Dict, Iterable, List, Optional, Union
 from rlpipe.engine import Role, contract, current_task
 from rlpipe.runs import CHECKPOINT_EVENT, RunDir
 
+from ._acting_agents import mean_agent_returns
 from ._cfg import setting
 from ._io import PathLike, resolve_run_dir
 
@@ -195,6 +199,11 @@ class OnlineLogger:
         eval_value = to_scalar(getattr(ctx, "eval_value", None))
         if eval_value is not None:
             metrics["eval/return_mean"] = eval_value
+            # eval_output is read only in an iteration that evaluated: whoever wrote eval_value
+            # wrote it too, so the eval_value read orders the logger after it
+            eval_output = getattr(ctx, "eval_output", None) or {}
+            for agent, value in (eval_output.get("agent_returns") or {}).items():
+                metrics[f"eval/agent_return/{agent}"] = float(value)
         episodes = getattr(ctx, "episode_info", None)
         if episodes:
             returns = [r for r in (to_scalar(e.get("return")) for e in episodes) if r is not None]
@@ -204,6 +213,8 @@ class OnlineLogger:
             if lengths:
                 metrics["collect/episode_length_mean"] = sum(lengths) / len(lengths)
             metrics["collect/episodes"] = float(len(episodes))
+            for agent, value in (mean_agent_returns(episodes) or {}).items():
+                metrics[f"collect/agent_return/{agent}"] = value
         for key, value in (getattr(ctx, "info_for_logging", None) or {}).items():
             x = to_scalar(value)
             if x is not None:
