@@ -17,7 +17,8 @@ import numpy as np
 from ._offline import OfflineDataset
 from ._offline_pack import ACTION_SPACES, OfflineDataError, as_obs_tree, check_episode, pack
 
-__all__ = ["dataset_root", "dataset_summary", "load_dataset", "local_datasets", "write_dataset"]
+__all__ = ["dataset_env_id", "dataset_root", "dataset_summary", "load_dataset", "local_datasets",
+           "write_dataset"]
 
 ID_RE = re.compile(r"^(?:[-_\w][-_\w/]*[-_\w]/)?[-_\w]+?-v\d+$")
 INSTALL_HINT = 'pip install "rlpipe[offline]"'
@@ -96,6 +97,12 @@ def load_dataset(dataset_id: str, *, seed: int = 0) -> OfflineDataset:
 def env_name(minari_ds: Any) -> Optional[str]:
     spec = minari_ds.spec.env_spec
     return spec.id if spec is not None else None
+
+
+def dataset_env_id(dataset_id: str) -> Optional[str]:
+    """The id of the env local data set `dataset_id` was recorded in (Minari keeps its spec);
+    None when it kept none (an env made by a factory). Reads the metadata only."""
+    return env_name(_open(dataset_id))
 
 
 def dataset_summary(dataset_id: str) -> Dict[str, Any]:
