@@ -1,10 +1,11 @@
 """`online_logger`: scalars of each iteration to TensorBoard and to a JSON-lines metrics file.
 
-The step axis is `ctx.env_step`. One JSON object per logged iteration goes to
+The step axis is `ctx.env_step` (`ctx.train_iter` on a context without env steps, such as
+`OfflineRLContext`, whose rows have no `env_step` key). One JSON object per logged iteration goes to
 `<run_dir>/metrics.jsonl`; the same scalars go to TensorBoard under `<run_dir>/tb` (tags equal the
 JSON keys). Keys of a row:
 
-- always: `env_step`, `train_iter`, `total_step`, `time` (Unix time), `wall_time` (seconds since
+- always: `env_step` (where the context counts them), `train_iter`, `total_step`, `time` (Unix time), `wall_time` (seconds since
   this logger was made);
 - `train/<name>`: the scalars of `ctx.train_output` (a dict, or the mean over a list of dicts),
   averaged over the iterations since the last shown one (`train_show_freq`);
@@ -73,6 +74,11 @@ def _mean_scalars(outputs: Iterable[Dict[str, Any]]) -> Dict[str, float]:
     return {key: sums[key] / counts[key] for key in sums}
 
 
+def _step(row: Dict[str, Any]) -> float:
+    """A row's place on the step axis: its env step, or its train_iter in an offline run."""
+    return row.get("env_step", row.get("train_iter", 0))
+
+
 def read_metrics(path: PathLike, keep_replaced: bool = False) -> List[Dict[str, Any]]:
     """The rows of a metrics file (or of `<run_dir>/metrics.jsonl`), in order.
 
@@ -96,16 +102,16 @@ def read_metrics(path: PathLike, keep_replaced: bool = False) -> List[Dict[str, 
                 continue  # a row cut short by a crash
             start = row.get("time", 0.0) - row.get("wall_time", 0.0)
             if session_start is not None and abs(start - session_start) > 0.5 and not keep_replaced:
-                step = row.get("env_step", 0)
-                rows = [r for r in rows if r.get("env_step", 0) < step]
+                step = _step(row)
+                rows = [r for r in rows if _step(r) < step]
             session_start = start
             rows.append(row)
     return rows
 
 
 @contract(
-    reads=("env_step", "train_iter", "total_step", "train_output", "eval_value",
-           "episode_info", "info_for_logging"),
+    reads=("train_iter", "total_step", "train_output", "eval_value", "info_for_logging"),
+    optional_reads=("env_step", "episode_info"),  # an OfflineRLContext has neither
     writes=(),
     role=Role.LEARNER,
 )
@@ -232,15 +238,16 @@ class OnlineLogger:
         metrics = self._metrics(ctx)
         if not metrics:
             return
-        step = int(getattr(ctx, "env_step", ctx.train_iter))
+        env_step = getattr(ctx, "env_step", None)
+        step = int(ctx.train_iter if env_step is None else env_step)
         now = time.time()
-        record: Dict[str, Union[int, float]] = {
-            "env_step": step,
+        record: Dict[str, Union[int, float]] = {} if env_step is None else {"env_step": step}
+        record.update({
             "train_iter": int(ctx.train_iter),
             "total_step": int(ctx.total_step),
             "time": round(now, 3),
             "wall_time": round(now - self._start, 3),
-        }
+        })
         record.update(metrics)
         self._file.write(json.dumps(record) + "\n")
         if self.tensorboard:
