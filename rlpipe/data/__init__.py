@@ -3,7 +3,7 @@ the update schedule (sample-ratio controller), batching to torch, and offline da
 (`OfflineDataset`, Minari on disk: `load_dataset`, `write_dataset`)."""
 from ._batch import to_torch
 from ._gae import compute_gae
-from ._minari_io import (dataset_env_id, dataset_root, dataset_summary, load_dataset,
+from ._minari_io import (dataset_spec, dataset_root, dataset_summary, load_dataset,
                          local_datasets, write_dataset)
 from ._nstep import NStepAccumulator, nstep_targets
 from ._offline import OfflineDataset
@@ -32,7 +32,7 @@ __all__ = [
     "batch_of",
     "bootstrap_discount",
     "compute_gae",
-    "dataset_env_id",
+    "dataset_spec",
     "dataset_root",
     "dataset_summary",
     "load_dataset",
