@@ -200,6 +200,6 @@ def resumed_context(cfg: Any, policy: Any, run_state: Optional[RunState],
     policy.load_state_dict(checkpoint["policy"])
     ctx.load_kept_state(checkpoint["ctx"])
     run_state.restore(checkpoint["resume"], verified)
-    log.info("resumed from %s at env_step %d, train_iter %d", checkpoint["path"],
-             ctx.env_step, ctx.train_iter)
+    log.info("resumed from %s at %strain_iter %d", checkpoint["path"],
+             f"env_step {ctx.env_step}, " if hasattr(ctx, "env_step") else "", ctx.train_iter)
     return ctx.renew()
