@@ -134,6 +134,19 @@ def probe_env(env_id: str, env_kwargs: Optional[Mapping] = None) -> Tuple[gym.Sp
         env.close()
 
 
+def spaces_of(config: Mapping) -> Tuple[gym.Space, gym.Space]:
+    """(observation space, action space) of a run config: its data set's, else its env's."""
+    dataset_id = (config.get("dataset") or {}).get("id")
+    if dataset_id:
+        from ._offline import spec_of
+
+        spec = spec_of(dataset_id)
+        return spec.observation_space, spec.action_space
+    env = config.get("env") or {}
+    obs_space, action_space, _ = probe_env(env.get("id"), env.get("env_kwargs") or None)
+    return obs_space, action_space
+
+
 def check_fits(algo: str, cls: type, env_id: str, obs_space: gym.Space,
                action_space: gym.Space) -> None:
     """Raise a ValueError in CLI words when `cls` cannot act in the env's spaces (the space

@@ -49,41 +49,22 @@ def pick_checkpoint(source: str) -> str:
                             f"train it to its first evaluation (or its end) first")
 
 
-def source_of(checkpoint: str) -> Tuple[type, gym.Space, gym.Space, str]:
-    """(policy class, observation space, action space, entry name) of the run that wrote
-    `checkpoint`, from its config.json: the spaces of its data set, else of its env."""
-    from rlpipe.data import dataset_spec
-
-    from ._generic import probe_env
-    from ._registry import get_entry
-
-    run = RunDir.of_checkpoint(checkpoint)
-    name, plain = run.read_config()
-    entry = get_entry(name, imports=plain.get("imports", ()))
-    dataset_id = (plain.get("dataset") or {}).get("id")
-    if dataset_id:
-        spec = dataset_spec(dataset_id)
-        return entry.policy_cls, spec.observation_space, spec.action_space, name
-    env = plain.get("env") or {}
-    obs_space, action_space, _ = probe_env(env.get("id"), env.get("env_kwargs") or None)
-    return entry.policy_cls, obs_space, action_space, name
-
-
-def check_source(checkpoint: str, policy: Any) -> None:
-    """One-line errors when `policy` cannot start from `checkpoint`: another class that does
-    not accept it, or other spaces."""
+def check_source(checkpoint: str, source: Tuple[type, gym.Space, gym.Space, str],
+                 cls: type, obs_space: gym.Space, action_space: gym.Space) -> None:
+    """One-line errors when a `cls` policy on these spaces cannot start from `checkpoint`,
+    written by `source` = (policy class, observation space, action space, entry name): another
+    class that does not accept it, or other spaces."""
     from rlpipe.data._offline import same_space  # the rule OfflineDataset.check_spaces uses
 
-    source_cls, obs_space, action_space, name = source_of(checkpoint)
-    cls = type(policy)
+    source_cls, source_obs, source_action, name = source
     accepted = tuple(getattr(cls, "init_from_classes", ()))
     if source_cls is not cls and not _accepts(accepted, source_cls):
         raise ValueError(f"--init-from {checkpoint}: that run ({name}) trained a "
                          f"{source_cls.__name__}, and {cls.__name__} does not accept its "
                          f"weights; train {cls.__name__} from it only if the class lists it in "
                          f"`init_from_classes`, or start from a {cls.__name__} run")
-    for what, theirs, mine in (("observation", obs_space, policy.obs_space),
-                               ("action", action_space, policy.action_space)):
+    for what, theirs, mine in (("observation", source_obs, obs_space),
+                               ("action", source_action, action_space)):
         if not same_space(theirs, mine):
             raise ValueError(f"--init-from {checkpoint}: that run's {what} space is "
                              f"{' '.join(str(theirs).split())} but this run's is "
@@ -109,12 +90,12 @@ def merged_state(fresh: Mapping[str, Any], loaded: Mapping[str, Any],
 
 
 def init_policy(cfg: Any, policy: Any) -> None:
-    """Load the weights of `cfg.init_from` (a checkpoint path) into `policy`, after the checks
-    above. The checkpoint is verified (signed) unless the user trusted it (`--trust-run-dir`)."""
+    """Load the weights of `cfg.init_from` (a checkpoint path, checked by `check_source`
+    before the run) into `policy`. The checkpoint is verified (signed) unless the user
+    trusted it (`--trust-run-dir`)."""
     from rlpipe.middleware.ckpt import load_verified
 
     checkpoint = str(cfg.init_from)
-    check_source(checkpoint, policy)
     loaded, _ = load_verified(checkpoint, signed=True, trust=bool(cfg.get("resume_trust", False)))
     with_optim = bool(cfg.get("init_from_optim", False))
     policy.load_state_dict(merged_state(policy.state_dict(), loaded["policy"], with_optim))

@@ -165,6 +165,8 @@ def train(name: Optional[str] = None, seed: int = 0, overrides: Iterable[str] = 
     cfg = entry.resolve(user, overrides)
     _drop_stale_stop_value(entry, cfg, overrides)
     check_distributed(name, cfg, cfg.get("parallel", {}).get("collectors", 0))
+    if cfg.get("init_from"):
+        _check_init_from(entry, cfg)
     created = True
     with run_folder_errors(run_dir or os.path.join(runs_root, entry.run_name), created=False):
         if run_dir:
@@ -185,6 +187,22 @@ def _init_from_settings(entry: Entry, source: str, with_optim: bool) -> Dict[str
                          f"off-policy and offline runs (e.g. `--algo sac --env Pendulum-v1 "
                          f"--init-from RUN_DIR`)")
     return {"init_from": pick_checkpoint(source), "init_from_optim": bool(with_optim)}
+
+
+def _check_init_from(entry: Entry, cfg: Any) -> None:
+    """Before any run folder exists: the source run's policy class and spaces (from its
+    config.json) must fit this run's (one line otherwise)."""
+    from rlpipe.runs import RunDir
+
+    from ._generic import spaces_of
+    from ._init_from import check_source
+    from ._run import read_config
+
+    checkpoint = str(cfg.init_from)
+    source_name, plain = read_config(str(RunDir.of_checkpoint(checkpoint).root))
+    source_cls = get_entry(source_name, imports=plain.get("imports", ())).policy_cls
+    check_source(checkpoint, (source_cls, *spaces_of(plain), source_name), entry.policy_cls,
+                 *spaces_of(cfg))
 
 
 def resume(run_dir: str, name: Optional[str] = None, overrides: Iterable[str] = (),

@@ -1,6 +1,7 @@
 """`--init-from RUN_DIR`: a new (online or offline) run starts from another run's verified
 best.pt (else final.pt): networks loaded, optimisers and counters fresh unless asked."""
 import json
+import pathlib
 
 import gymnasium as gym
 import pytest
@@ -76,6 +77,7 @@ def test_another_class_or_other_spaces_are_one_line(offline_run, capsys):
     assert main(["train", "--algo", "ppo", "--env", "CartPole-v1", "--init-from", offline_run,
                  *ONLINE]) == 2
     assert "on-policy" in capsys.readouterr().err
+    assert not pathlib.Path("runs").exists()  # refused before any run folder was made
 
 
 def test_an_altered_checkpoint_is_refused(offline_run):
