@@ -43,10 +43,16 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--no-progress", action="store_true", help="no progress bar")
     train.add_argument("--resume", metavar="RUN_DIR",
                        help="continue the run in RUN_DIR from its newest checkpoint")
+    train.add_argument("--init-from", metavar="RUN_DIR",
+                       help="start this new run from the weights of RUN_DIR's best.pt (else "
+                            "final.pt), e.g. an offline policy fine-tuned online")
+    train.add_argument("--init-from-optim", action="store_true",
+                       help="with --init-from: load the optimiser states too (default: fresh)")
     train.add_argument("--trust-run-dir", action="store_true",
-                       help="with --resume: accept checkpoints not signed on this machine by "
-                            "this user (a run folder from elsewhere, or from an older rlpipe); "
-                            "resuming unpickles them, so only for folders you trust")
+                       help="with --resume or --init-from: accept checkpoints not signed on "
+                            "this machine by this user (a run folder from elsewhere, or from an "
+                            "older rlpipe); resuming unpickles them, so only for folders you "
+                            "trust")
     train.add_argument("--collectors", type=int, metavar="N",
                        help="distributed run: a learner and N collector processes")
     train.add_argument("--backend", choices=("ray", "local"), default=None,
@@ -145,6 +151,10 @@ def _add_algo_env(command: argparse.ArgumentParser) -> None:
     command.add_argument("--env", metavar="ENV",
                          help="... on an env: a gymnasium id, a name registered with "
                               "rlpipe.envs.register_env, or module:factory")
+    command.add_argument("--dataset", metavar="ID",
+                         help="with --algo: train offline on this local Minari data set "
+                              "(`rlpipe dataset list`); --env then names the eval env "
+                              "(default: the data set's)")
     command.add_argument("--import", dest="imports", action="append", default=[],
                          metavar="MODULE", help="import MODULE first (e.g. one that registers "
                                                 "an env or a policy); repeatable")
@@ -206,7 +216,7 @@ def _cmd_config(args: argparse.Namespace) -> int:
     from rlpipe.zoo._config_view import show_config
 
     print(show_config(args.name, algo=args.algo, env=args.env, imports=args.imports,
-                      overrides=args.overrides))
+                      overrides=args.overrides, dataset=args.dataset))
     return 0
 
 
@@ -218,7 +228,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
     if args.resume:
         for flag, given in (("--seed", args.seed is not None), ("--algo", args.algo),
                             ("--env", args.env), ("--run-dir", args.run_dir),
-                            ("--overwrite", args.overwrite), ("--import", args.imports)):
+                            ("--overwrite", args.overwrite), ("--import", args.imports),
+                            ("--dataset", args.dataset), ("--init-from", args.init_from),
+                            ("--init-from-optim", args.init_from_optim)):
             if given:
                 raise ValueError(f"--resume {args.resume} continues that run as it was: drop "
                                  f"{flag} (start a new run to change it)")
@@ -227,9 +239,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
                         collectors=args.collectors, evaluator=args.evaluator,
                         ray_address=args.ray_address, backend=args.backend,
                         trust=args.trust_run_dir)
-    elif args.trust_run_dir:
-        raise ValueError("--trust-run-dir only applies to --resume RUN_DIR")
-    elif not (args.name or args.algo or args.env):
+    elif args.trust_run_dir and not args.init_from:
+        raise ValueError("--trust-run-dir only applies to --resume RUN_DIR or --init-from RUN_DIR")
+    elif not (args.name or args.algo or args.env or args.dataset):
         raise ValueError("name a zoo entry (`rlpipe train cartpole-dqn`; `rlpipe list` shows "
                          "them), an algorithm and env (`--algo ppo --env CartPole-v1`), or "
                          "continue a run with --resume RUN_DIR")
@@ -242,7 +254,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
                        progress=not args.no_progress, collectors=args.collectors or 0,
                        evaluator=bool(args.evaluator), ray_address=args.ray_address,
                        backend=args.backend, algo=args.algo, env=args.env,
-                       imports=args.imports, overwrite=args.overwrite)
+                       imports=args.imports, overwrite=args.overwrite, dataset=args.dataset,
+                       init_from=args.init_from, init_from_optim=args.init_from_optim,
+                       trust=args.trust_run_dir)
     _print_summary(result)
     return 0
 

@@ -35,10 +35,20 @@ def _examples():
         def close(self):
             pass
 
+    class Dataset:  # stands in for an OfflineDataset: nothing is sampled
+        epoch = 0
+
+        def sample(self, batch_size):
+            return {}
+
+        def __len__(self):
+            return 4
+
     env = Env()
     policy = types.SimpleNamespace(state_dict=lambda: {}, forward=lambda *a, **k: {})
     buffer_ = types.SimpleNamespace()
     return {**_examples_of_each_middleware(mw, cfg, env, policy, buffer_),
+            "offline_data_fetcher(cfg, dataset)": mw.offline_data_fetcher(cfg, Dataset()),
             **_exchange_examples(mw, cfg, policy)}
 
 

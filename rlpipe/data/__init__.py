@@ -4,7 +4,8 @@ the update schedule (sample-ratio controller), batching to torch, and offline da
 (`OfflineDataset`, Minari on disk: `load_dataset`, `write_dataset`)."""
 from ._batch import to_torch
 from ._gae import compute_gae
-from ._minari_io import dataset_root, dataset_summary, load_dataset, local_datasets, write_dataset
+from ._minari_io import (dataset_spec, dataset_root, dataset_summary, load_dataset,
+                         local_datasets, write_dataset)
 from ._nstep import NStepAccumulator, nstep_targets
 from ._offline import OfflineDataset
 from ._offline_pack import OfflineDataError
@@ -36,6 +37,7 @@ __all__ = [
     "batch_of",
     "bootstrap_discount",
     "compute_gae",
+    "dataset_spec",
     "dataset_root",
     "dataset_summary",
     "load_dataset",

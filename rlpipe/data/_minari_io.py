@@ -9,7 +9,7 @@ import re
 import shutil
 import warnings
 from pathlib import Path
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Union
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Union
 
 import gymnasium as gym
 import numpy as np
@@ -17,7 +17,8 @@ import numpy as np
 from ._offline import OfflineDataset
 from ._offline_pack import ACTION_SPACES, OfflineDataError, as_obs_tree, check_episode, pack
 
-__all__ = ["dataset_root", "dataset_summary", "load_dataset", "local_datasets", "write_dataset"]
+__all__ = ["dataset_spec", "dataset_root", "dataset_summary", "load_dataset", "local_datasets",
+           "write_dataset"]
 
 ID_RE = re.compile(r"^(?:[-_\w][-_\w/]*[-_\w]/)?[-_\w]+?-v\d+$")
 INSTALL_HINT = 'pip install "rlpipe[offline]"'
@@ -96,6 +97,21 @@ def load_dataset(dataset_id: str, *, seed: int = 0) -> OfflineDataset:
 def env_name(minari_ds: Any) -> Optional[str]:
     spec = minari_ds.spec.env_spec
     return spec.id if spec is not None else None
+
+
+class DatasetSpec(NamedTuple):
+    """What a data set was made in: its spaces and the id of its env (None when Minari kept
+    no env spec, e.g. an env made by a factory)."""
+
+    observation_space: gym.Space
+    action_space: gym.Space
+    env_id: Optional[str]
+
+
+def dataset_spec(dataset_id: str) -> DatasetSpec:
+    """The spaces and env id of local data set `dataset_id` (reads its metadata only)."""
+    ds = _open(dataset_id)
+    return DatasetSpec(ds.observation_space, ds.action_space, env_name(ds))
 
 
 def dataset_summary(dataset_id: str) -> Dict[str, Any]:

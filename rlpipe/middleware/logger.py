@@ -1,10 +1,11 @@
 """`online_logger`: scalars of each iteration to TensorBoard and to a JSON-lines metrics file.
 
-The step axis is `ctx.env_step`. One JSON object per logged iteration goes to
+The step axis is `ctx.env_step` (`ctx.train_iter` on a context without env steps, such as
+`OfflineRLContext`, whose rows have no `env_step` key). One JSON object per logged iteration goes to
 `<run_dir>/metrics.jsonl`; the same scalars go to TensorBoard under `<run_dir>/tb` (tags equal the
 JSON keys). Keys of a row:
 
-- always: `env_step`, `train_iter`, `total_step`, `time` (Unix time), `wall_time` (seconds since
+- always: `env_step` (where the context counts them), `train_iter`, `total_step`, `time` (Unix time), `wall_time` (seconds since
   this logger was made);
 - `train/<name>`: the scalars of `ctx.train_output` (a dict, or the mean over a list of dicts),
   averaged over the iterations since the last shown one (`train_show_freq`);
@@ -77,6 +78,11 @@ def _mean_scalars(outputs: Iterable[Dict[str, Any]]) -> Dict[str, float]:
     return {key: sums[key] / counts[key] for key in sums}
 
 
+def _step(row: Dict[str, Any]) -> float:
+    """A row's place on the step axis: its env step, or its train_iter in an offline run."""
+    return row.get("env_step", row.get("train_iter", 0))
+
+
 def read_metrics(path: PathLike, keep_replaced: bool = False) -> List[Dict[str, Any]]:
     """The rows of a metrics file (or of `<run_dir>/metrics.jsonl`), in order.
 
@@ -100,16 +106,16 @@ def read_metrics(path: PathLike, keep_replaced: bool = False) -> List[Dict[str, 
                 continue  # a row cut short by a crash
             start = row.get("time", 0.0) - row.get("wall_time", 0.0)
             if session_start is not None and abs(start - session_start) > 0.5 and not keep_replaced:
-                step = row.get("env_step", 0)
-                rows = [r for r in rows if r.get("env_step", 0) < step]
+                step = _step(row)
+                rows = [r for r in rows if _step(r) < step]
             session_start = start
             rows.append(row)
     return rows
 
 
 @contract(
-    reads=("env_step", "train_iter", "total_step", "train_output", "eval_value",
-           "episode_info", "info_for_logging"),
+    reads=("train_iter", "total_step", "train_output", "eval_value", "info_for_logging"),
+    optional_reads=("env_step", "episode_info"),  # an OfflineRLContext has neither
     writes=(),
     role=Role.LEARNER,
 )
@@ -246,11 +252,11 @@ class OnlineLogger:
         # one gets a row of its own, at the env step it was made at.
         with self._lock:
             earlier, self._last_eval = self._last_eval, (
-                ctx, getattr(ctx, "env_step", ctx.train_iter), ctx.last_eval_iter,
+                ctx, getattr(ctx, "env_step", None), ctx.last_eval_iter,
                 to_scalar(ctx.eval_value))
             if earlier is not None and earlier[0] is ctx and earlier[3] is not None \
                     and not self._closed:
-                self._write_record(ctx, int(earlier[1]), {"eval/return_mean": earlier[3]},
+                self._write_record(ctx, earlier[1], {"eval/return_mean": earlier[3]},
                                    train_iter=earlier[2])
 
     def _write_row(self, ctx: Any) -> None:
@@ -259,18 +265,21 @@ class OnlineLogger:
         metrics = self._metrics(ctx)
         if not metrics:
             return
-        self._write_record(ctx, int(getattr(ctx, "env_step", ctx.train_iter)), metrics)
+        self._write_record(ctx, getattr(ctx, "env_step", None), metrics)
 
-    def _write_record(self, ctx: Any, step: int, metrics: Dict[str, float],
+    def _write_record(self, ctx: Any, env_step: Optional[int], metrics: Dict[str, float],
                       train_iter: Optional[int] = None) -> None:
+        """One row; an offline context has no env_step: its rows are keyed by train_iter."""
+        train_iter = int(ctx.train_iter if train_iter is None else train_iter)
+        step = train_iter if env_step is None else int(env_step)
         now = time.time()
-        record: Dict[str, Union[int, float]] = {
-            "env_step": step,
-            "train_iter": int(ctx.train_iter if train_iter is None else train_iter),
+        record: Dict[str, Union[int, float]] = {} if env_step is None else {"env_step": step}
+        record.update({
+            "train_iter": train_iter,
             "total_step": int(ctx.total_step),
             "time": round(now, 3),
             "wall_time": round(now - self._start, 3),
-        }
+        })
         record.update(metrics)
         self._file.write(json.dumps(record) + "\n")
         if self.tensorboard:

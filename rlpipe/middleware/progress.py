@@ -21,7 +21,8 @@ from rlpipe.engine import Role, contract, current_task
 from ._cfg import setting
 
 
-@contract(reads=("env_step", "train_iter", "last_eval_value"), writes=(), role=Role.LEARNER)
+@contract(reads=("train_iter", "last_eval_value"), optional_reads=("env_step",), writes=(),
+          role=Role.LEARNER)
 class ProgressBar:
     """The middleware made by `progress_bar`."""
 
@@ -210,7 +211,8 @@ class ProgressReporter(logging.Handler):
         return next((h for h in logger.handlers if isinstance(h, ProgressReporter)), None)
 
 
-@contract(reads=("env_step", "train_iter", "last_eval_value"), writes=(), role=Role.LEARNER)
+@contract(reads=("train_iter", "last_eval_value"), optional_reads=("env_step",), writes=(),
+          role=Role.LEARNER)
 class ReportProgress:
     """The middleware made by `report_progress`."""
 

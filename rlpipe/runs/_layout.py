@@ -32,6 +32,7 @@ STATE_PREFIX = "state_"
 _STATE_RE = re.compile(r"^state_(\d+)$")
 ENVS_FILE = "envs.pkl"
 BUFFER_FILE = "buffer.npz"
+DATASET_FILE = "dataset.json"
 MANIFEST_FORMAT = "rlpipe-manifest-1"
 
 
@@ -122,6 +123,10 @@ class RunDir:
     def buffer_file(self, state: str) -> Path:
         """`ckpt/<state>/buffer.npz`: the replay buffer."""
         return self.state_dir(state) / BUFFER_FILE
+
+    def dataset_file(self, state: str) -> Path:
+        """`ckpt/<state>/dataset.json`: an offline run's data set sampling state (JSON)."""
+        return self.state_dir(state) / DATASET_FILE
 
     def manifest(self, checkpoint: str) -> Path:
         """The manifest of checkpoint `checkpoint` (`iter_100.pt` → `ckpt/iter_100.manifest.json`)."""

@@ -13,7 +13,7 @@ from ._run import read_config
 
 def show_config(name: Optional[str] = None, algo: Optional[str] = None,
                 env: Optional[str] = None, imports: Iterable[str] = (),
-                overrides: Iterable[str] = ()) -> str:
+                overrides: Iterable[str] = (), dataset: Optional[str] = None) -> str:
     """The text `rlpipe config` prints: a header naming what was resolved, then one line per
     key (`key = value  # meaning`)."""
     overrides = list(overrides)
@@ -23,11 +23,12 @@ def show_config(name: Optional[str] = None, algo: Optional[str] = None,
         cfg = entry.resolve(plain, overrides)
         header = f"# run folder {name}: {trained}"
     else:
-        entry = _entry_to_train(name, algo, env, list(imports))
+        entry = _entry_to_train(name, algo, env, list(imports), dataset)
         cfg = entry.resolve({}, overrides)
         _drop_stale_stop_value(entry, cfg, overrides)
         header = f"# {entry.name}: {entry.policy_cls.__name__}"
         if is_generic(entry.name):
-            header += f" (train it with `rlpipe train --algo {algo} --env {env}`)"
+            source = f"--dataset {dataset}" if dataset else f"--env {env}"
+            header += f" (train it with `rlpipe train --algo {algo} {source}`)"
     meanings = config_meanings(entry.policy_cls, with_imports=is_generic(entry.name))
     return f"{header}\n{describe_config(cfg, meanings)}"

@@ -6,6 +6,13 @@ algorithm's defaults, the env's spaces, the stop value from the env spec's `rewa
 on-policy) is the one the policy class declares in its `pipeline` attribute, so a policy
 registered with `rlpipe.policies.register_policy` trains the same way.
 
+`rlpipe train --algo dqn --dataset cartpole/expert-v0 [--env ID]` trains the entry named
+``"dqn@dataset:cartpole/expert-v0"``: the offline pipeline (`_offline.py`) on that data set,
+evaluated in `--env` or the data set's own env, in `runs/cartpole-expert-v0-dqn/<timestamp>/`.
+Offline policies (`pipeline = "offline"`) and off-policy ones train there; an offline policy
+given an env and no data set trains online in the off-policy pipeline (e.g. fine-tuning with
+`--init-from`).
+
 - algorithm: a registered name (`dqn`, `ppo`, `sac`, `td3`, or one of yours) or
   `module:Class` (the module is imported; the current folder is on the import path);
 - env: a gymnasium id, a name registered with `rlpipe.envs.register_env`, or `module:attr`
@@ -32,7 +39,9 @@ from rlpipe.policies import Policy, get_policy, policy_names
 from rlpipe.policies.registry import registered_name, spaces_line
 
 SEP = "@"
-PIPELINES = ("off-policy", "on-policy")
+DATASET = "dataset:"  # an offline entry's ENV part: dataset:<data set id>
+PIPELINES = ("off-policy", "on-policy", "offline")
+OFFLINE_CAPABLE = ("off-policy", "offline")  # pipelines whose policies learn from a data set
 
 
 def is_generic(name: str) -> bool:
@@ -78,7 +87,7 @@ def policy_class(algo: str) -> type:
     if getattr(cls, "pipeline", "") not in PIPELINES:
         raise ValueError(f"--algo {algo!r}: {cls.__name__} declares no zoo pipeline (its class "
                          f"attribute `pipeline` is {getattr(cls, 'pipeline', None)!r}); set it to "
-                         f"'off-policy' or 'on-policy' to train it from the CLI")
+                         f"'off-policy', 'on-policy' or 'offline' to train it from the CLI")
     return cls
 
 
@@ -125,6 +134,19 @@ def probe_env(env_id: str, env_kwargs: Optional[Mapping] = None) -> Tuple[gym.Sp
         env.close()
 
 
+def spaces_of(config: Mapping) -> Tuple[gym.Space, gym.Space]:
+    """(observation space, action space) of a run config: its data set's, else its env's."""
+    dataset_id = (config.get("dataset") or {}).get("id")
+    if dataset_id:
+        from ._offline import spec_of
+
+        spec = spec_of(dataset_id)
+        return spec.observation_space, spec.action_space
+    env = config.get("env") or {}
+    obs_space, action_space, _ = probe_env(env.get("id"), env.get("env_kwargs") or None)
+    return obs_space, action_space
+
+
 def check_fits(algo: str, cls: type, env_id: str, obs_space: gym.Space,
                action_space: gym.Space) -> None:
     """Raise a ValueError in CLI words when `cls` cannot act in the env's spaces (the space
@@ -154,11 +176,35 @@ def run_name(algo: str, env_id: str) -> str:
 
 
 def _resolver(pipeline: str) -> Callable[..., EasyDict]:
+    """The resolve_config of `pipeline` ("offline" when the entry trains on a data set; an
+    offline policy on an env trains online, off-policy)."""
     if pipeline == "on-policy":
         from ._onpolicy import resolve_config
+    elif pipeline == "offline":
+        from ._offline import resolve_config
     else:
         from ._offpolicy import resolve_config
     return resolve_config
+
+
+def _runner(pipeline: str) -> Callable[[Any, Any], Dict[str, Any]]:
+    if pipeline == "on-policy":
+        from ._onpolicy import run_onpolicy
+        return run_onpolicy
+    if pipeline == "offline":
+        from ._offline import run_offline
+        return run_offline
+    from ._offpolicy import run_offpolicy
+    return run_offpolicy
+
+
+def check_offline_capable(algo: str, cls: type) -> None:
+    """A one-line error when `cls` cannot learn from a data set (an on-policy algorithm)."""
+    if cls.pipeline in OFFLINE_CAPABLE:
+        return
+    able = ", ".join(n for n in policy_names() if get_policy(n).pipeline in OFFLINE_CAPABLE)
+    raise ValueError(f"--algo {algo} is {cls.pipeline}: it learns from its own fresh rollouts, "
+                     f"not from a data set; with --dataset use one of: {able}")
 
 
 def _imports_of(config: Mapping, where: str) -> Tuple[Dict[str, Any], List[str]]:
@@ -178,14 +224,28 @@ def build_module(name: str, stop_value: Optional[float] = None,
         raise ValueError(f"generic entry {name!r}: expected ALGO{SEP}ENV (e.g. ppo{SEP}CartPole-v1)")
     import_modules(imports)
     cls = policy_class(algo)
-    prepare_env(env_id)
     module = types.ModuleType(f"rlpipe.zoo.generic[{name}]")
-    module.__doc__ = (f"{cls.__name__} on {env_id} with the algorithm's defaults "
-                      f"(`rlpipe train --algo {algo} --env {env_id}`).")
     module.POLICY = cls
-    module.RUN_NAME = run_name(algo, env_id)
-    module.config = {"env": {"id": env_id, "stop_value": stop_value}, "imports": list(imports)}
-    base_resolve = _resolver(cls.pipeline)
+    if env_id.startswith(DATASET):
+        dataset_id = env_id[len(DATASET):]
+        check_offline_capable(algo, cls)
+        pipeline = "offline"
+        module.__doc__ = (f"{cls.__name__} trained offline on data set {dataset_id} with the "
+                          f"algorithm's defaults (`rlpipe train --algo {algo} --dataset "
+                          f"{dataset_id}`).")
+        module.RUN_NAME = run_name(algo, dataset_id)
+        module.config = {"dataset": {"id": dataset_id}, "env": {"stop_value": stop_value},
+                         "imports": list(imports)}
+    else:
+        prepare_env(env_id)
+        pipeline = "on-policy" if cls.pipeline == "on-policy" else "off-policy"
+        module.__doc__ = (f"{cls.__name__} on {env_id} with the algorithm's defaults "
+                          f"(`rlpipe train --algo {algo} --env {env_id}`).")
+        module.RUN_NAME = run_name(algo, env_id)
+        module.config = {"env": {"id": env_id, "stop_value": stop_value},
+                         "imports": list(imports)}
+    module.PIPELINE = pipeline
+    base_resolve = _resolver(pipeline)
 
     def resolve_config(policy_cls: Any, entry_config: Mapping,
                        user: Optional[Mapping] = None) -> EasyDict:
@@ -199,25 +259,32 @@ def build_module(name: str, stop_value: Optional[float] = None,
 
     def main(cfg: Any) -> Dict[str, Any]:
         import_modules(cfg.get("imports", []))
-        prepare_env(cfg.env.id)
-        if cls.pipeline == "on-policy":
-            from ._onpolicy import run_onpolicy
-
-            return run_onpolicy(cfg, cls)
-        from ._offpolicy import run_offpolicy
-
-        return run_offpolicy(cfg, cls)
+        if cfg.env.id is not None:
+            prepare_env(cfg.env.id)
+        return _runner(pipeline)(cfg, cls)
 
     module.resolve_config = resolve_config
     module.main = main
     return module
 
 
-def generic_name(algo: str, env_id: str, imports: Iterable[str] = ()) -> Tuple[str, Optional[float]]:
-    """(entry name, stop value) for `--algo ALGO --env ENV`: imports `imports`, checks that the
-    algorithm fits the env's spaces, and reads the stop value from the env spec."""
+def generic_name(algo: str, env_id: Optional[str], imports: Iterable[str] = (),
+                 dataset: Optional[str] = None) -> Tuple[str, Optional[float]]:
+    """(entry name, stop value) for `--algo ALGO --env ENV` (or `--dataset ID [--env ENV]`):
+    imports `imports`, checks that the algorithm fits the env's (and the data set's) spaces,
+    and reads the stop value from the env spec."""
     import_modules(imports)
     cls = policy_class(algo)
-    obs_space, action_space, threshold = probe_env(env_id)
-    check_fits(algo, cls, env_id, obs_space, action_space)
-    return f"{canonical_algo(algo, cls)}{SEP}{env_id}", threshold
+    if dataset is None:
+        obs_space, action_space, threshold = probe_env(env_id)
+        check_fits(algo, cls, env_id, obs_space, action_space)
+        return f"{canonical_algo(algo, cls)}{SEP}{env_id}", threshold
+    from ._offline import spec_of
+
+    check_offline_capable(algo, cls)
+    spec = spec_of(dataset)
+    check_fits(algo, cls, f"data set {dataset}", spec.observation_space, spec.action_space)
+    threshold = None
+    if env_id or spec.env_id:
+        threshold = probe_env(env_id or spec.env_id)[2]
+    return f"{canonical_algo(algo, cls)}{SEP}{DATASET}{dataset}", threshold

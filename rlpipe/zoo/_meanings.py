@@ -2,8 +2,8 @@
 
 Meanings come from where the defaults are maintained:
 
-- the run sections (RUN_DEFAULTS of `_offpolicy.py` / `_onpolicy.py`): `RUN_MEANINGS` below, one
-  line per key; a test checks that every key of both tables has one;
+- the run sections (RUN_DEFAULTS of `_offpolicy.py` / `_onpolicy.py` / `_offline.py`):
+  `RUN_MEANINGS` below, one line per key; a test checks that every key of the tables has one;
 - a policy's own keys: the end-of-line comment beside the key in its `default_config()` (the
   policy modules already document every setting that way), or the policy class's optional
   `config_meanings` dict (dotted key below `policy.` → meaning), which wins;
@@ -23,11 +23,18 @@ RUN_MEANINGS: Dict[str, str] = {
     "run_dir": "the run folder (set by `rlpipe train`: runs/<name>/<timestamp>/)",
     "async_mode": "overlap collection and evaluation with training (`--async`)",
     "max_env_step": "stop after this many env steps (`--max-env-steps`)",
-    "max_train_iter": "stop after this many learn steps (None: no limit)",
+    "max_train_iter": "stop after this many learn steps (None: no limit; offline: the budget)",
     "max_wall_time": "stop after this many seconds (None: no limit)",
     "progress": "show a progress bar (`--no-progress` turns it off)",
     "resume_from": "checkpoint this run continues from (set by `--resume`)",
-    "env.id": "gymnasium id, name registered with rlpipe.envs.register_env, or module:Factory",
+    "init_from": "checkpoint whose weights this new run starts from (set by `--init-from "
+                 "RUN_DIR`: its best.pt, else final.pt)",
+    "init_from_optim": "with init_from: load the optimiser states too (`--init-from-optim`); "
+                       "else they start fresh",
+    "dataset.id": "the Minari data set an offline run trains on (`--dataset ID`; `rlpipe "
+                  "dataset list` shows the local ones)",
+    "env.id": "gymnasium id, name registered with rlpipe.envs.register_env, or module:Factory "
+              "(offline: the eval env; None: the data set's)",
     "env.n_envs": "parallel envs the collector steps",
     "env.eval_n_envs": "parallel envs the evaluator steps",
     "env.mode": "vectorisation: 'sync', 'async' (subprocesses), 'native' or 'auto'",
@@ -49,6 +56,8 @@ RUN_MEANINGS: Dict[str, str] = {
                                    "(None: update_per_collect / n_sample)",
     "replay.save_buffer": "checkpoints save the replay buffer, so --resume is exact",
     "logger.tensorboard": "write TensorBoard events to <run_dir>/tb",
+    "logger.train_show_freq": "log the learner's statistics (averaged) every this many train "
+                              "iterations",
     "ckpt.train_freq": "write a resumable checkpoint every this many learn steps",
     "parallel.collectors": "collector processes of a distributed run (`--collectors`)",
     "parallel.evaluator": "evaluate in a process of its own (`--evaluator`)",
@@ -69,7 +78,7 @@ PIPELINE_MEANINGS: Dict[str, str] = {
     "other.eps.end": "epsilon at the end of the decay",
     "other.eps.decay": "env steps over which epsilon decays",
     "learn.update_per_collect": "learn steps per iteration",
-    "eval.evaluator.eval_freq": "evaluate every this many env steps",
+    "eval.evaluator.eval_freq": "evaluate every this many train iterations (learn steps)",
     "eval.evaluator.n_episode": "episodes per evaluation",
 }
 

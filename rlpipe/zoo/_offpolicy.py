@@ -27,6 +27,8 @@ RUN_DEFAULTS: Dict[str, Any] = dict(
     max_wall_time=None,
     progress=True,
     resume_from=None,
+    init_from=None,
+    init_from_optim=False,
     # max_restarts: env restarts (crashes, hangs) allowed within restart_window steps of one
     # env manager (batched steps; None: the whole run); one more stops the run, naming the env
     # and its last traceback. An env that crashes now and then runs on; a crash loop stops.

@@ -87,9 +87,9 @@ def read_run(path: str) -> Run:
     rows = read_metrics(metrics) if metrics.is_file() else []
     series = {}
     for key in METRICS:
-        points: Dict[float, float] = {}  # env step -> the last value logged at it
+        points: Dict[float, float] = {}  # env step (offline: train_iter) -> the last value
         for row in rows:
-            value, step = row.get(key), row.get("env_step")
+            value, step = row.get(key), row.get("env_step", row.get("train_iter"))
             if isinstance(value, (int, float)) and isinstance(step, (int, float)) \
                     and math.isfinite(value):
                 points[float(step)] = float(value)

@@ -60,9 +60,18 @@ class Entry:
         """The folder under runs/ that its runs go to (a generic entry: `<env>-<algo>`)."""
         return getattr(self.module, "RUN_NAME", self.name)
 
+    @property
+    def pipeline(self) -> str:
+        """The pipeline that trains it: the module's `PIPELINE` ("offline" for an entry that
+        trains on a data set), else its policy class's."""
+        return getattr(self.module, "PIPELINE", getattr(self.policy_cls, "pipeline", ""))
+
     def resolve(self, user: Optional[Mapping] = None, overrides: Iterable[str] = ()) -> EasyDict:
         """Policy defaults ← entry config ← `user` ← `--set` overrides."""
-        from ._offpolicy import resolve_config
+        if self.pipeline == "offline":
+            from ._offline import resolve_config
+        else:
+            from ._offpolicy import resolve_config
 
         # an entry module may bring its pipeline's own resolve_config (e.g. the on-policy one)
         resolve = getattr(self.module, "resolve_config", resolve_config)
@@ -116,7 +125,19 @@ def _drop_stale_stop_value(entry: Entry, cfg: Any, overrides: Iterable[str]) -> 
 
 
 def _entry_to_train(name: Optional[str], algo: Optional[str], env: Optional[str],
-                    imports: List[str]) -> Entry:
+                    imports: List[str], dataset: Optional[str] = None) -> Entry:
+    if dataset is not None:
+        if name:
+            raise ValueError(f"give a zoo entry ({name!r}) or --algo/--dataset, not both; to "
+                             f"change the entry's data set use --set dataset.id={dataset}")
+        if not algo:
+            raise ValueError("--dataset needs --algo: the algorithm that learns from it (e.g. "
+                             "`rlpipe train --algo dqn --dataset cartpole/expert-v0`)")
+        generic, stop_value = generic_name(algo, env, imports, dataset=dataset)
+        entry = get_entry(generic, stop_value, imports)
+        if env:  # the eval env (default: the data set's own)
+            entry.module.config["env"]["id"] = env
+        return entry
     if algo is None and env is None:
         if not name:
             raise ValueError("name a zoo entry (`rlpipe train cartpole-dqn`; `rlpipe list` shows "

@@ -11,6 +11,9 @@ written just before it (atomically, as a whole) with:
   re-seeded envs (not exact).
 - `buffer.npz` — the replay buffer with its sampling RNG and sample-ratio counters
   (`replay.save_buffer`, default on; pickle-free).
+- `dataset.json` — an offline run's data set sampling state (`OfflineDataset.state_dict()`:
+  RNG states, position in the pass, epoch; pickle-free). An offline run has no collector: its
+  `envs.pkl` holds the evaluator's envs only.
 
 The checkpoint file itself stays loadable with `torch.load(..., weights_only=True)`.
 `prepare_resume` picks the checkpoint to resume from (the newest that verifies, saying which
@@ -19,6 +22,7 @@ were refused) and cuts metrics.jsonl and log.txt back to what that checkpoint co
 from __future__ import annotations
 
 import io
+import json
 import logging
 import os
 import pickle
@@ -33,7 +37,7 @@ import numpy as np
 import torch
 
 from rlpipe.engine import Role, current_task
-from rlpipe.runs import BUFFER_FILE, ENVS_FILE, RunDir, Verified
+from rlpipe.runs import BUFFER_FILE, DATASET_FILE, ENVS_FILE, RunDir, Verified
 
 log = logging.getLogger(__name__)
 KEEP_STATES = 4
@@ -56,23 +60,30 @@ def set_rng_state(state: Dict[str, Any]) -> None:
 
 
 class RunState:
-    """Writes and restores the resume state of an off- or on-policy zoo pipeline."""
+    """Writes and restores the resume state of an off-policy, on-policy or offline zoo
+    pipeline (offline: no collector and its env, a `dataset` instead of a buffer)."""
 
     def __init__(self, run_dir: str, collector_env: Any, evaluator_env: Any, collector: Any,
-                 buffer_: Optional[Any] = None, save_buffer: bool = True) -> None:
+                 buffer_: Optional[Any] = None, save_buffer: bool = True,
+                 dataset: Optional[Any] = None) -> None:
         self.run = RunDir(run_dir)
         self.ckpt_dir = self.run.ckpt
         self.collector_env, self.evaluator_env = collector_env, evaluator_env
         self.collector, self.buffer = collector, buffer_
         self.save_buffer = save_buffer and buffer_ is not None
+        self.dataset = dataset
 
     def __call__(self, ctx: Any) -> Dict[str, Any]:
         """CkptSaver's `resume_state`: write the state folder, return what the .pt keeps."""
         name = self.run.state_name(ctx.total_step)
         exact = True
-        envs: Dict[str, Any] = {"collector_obs": self.collector.get_state()}
+        envs: Dict[str, Any] = {}
+        if self.collector is not None:
+            envs["collector_obs"] = self.collector.get_state()
         for key, env, role in (("collector", self.collector_env, Role.COLLECTOR),
                                ("evaluator", self.evaluator_env, Role.EVALUATOR)):
+            if env is None:
+                continue
             if not current_task().serves(role):  # another process of a distributed run runs it
                 exact = False
                 continue
@@ -87,13 +98,18 @@ class RunState:
             os.fsync(f.fileno())
         if self.save_buffer:
             self.buffer.save(str(tmp / BUFFER_FILE))
+        if self.dataset is not None:
+            with open(tmp / DATASET_FILE, "w", encoding="utf-8") as f:
+                json.dump(self.dataset.state_dict(), f)
+                f.flush()
+                os.fsync(f.fileno())
         target = self.run.state_dir(name)
         if target.exists():
             shutil.rmtree(target)
         os.replace(tmp, target)
         self._prune()
         return {"rng": rng_state(), "state_dir": name, "exact": exact,
-                "buffer": self.save_buffer}
+                "buffer": self.save_buffer, "dataset": self.dataset is not None}
 
     def _prune(self) -> None:
         states = self.run.state_dirs()
@@ -109,8 +125,12 @@ class RunState:
                 f"the checkpoint's state folder {self.run.state_dir(state)} is missing; resume "
                 f"from a newer checkpoint or start a new run")
         envs = pickle.loads(verified.read(f"{state}/{ENVS_FILE}"))  # noqa: S301 - verified first
-        self.collector.set_state(envs["collector_obs"] if "collector" in envs else {"obs": None})
+        if self.collector is not None:
+            self.collector.set_state(envs["collector_obs"] if "collector" in envs
+                                     else {"obs": None})
         for key, env in (("collector", self.collector_env), ("evaluator", self.evaluator_env)):
+            if env is None:
+                continue
             if key in envs:
                 env.set_state(envs[key])
             else:
@@ -119,6 +139,12 @@ class RunState:
                             "episodes, so this resume is not exact", key)
         if resume.get("buffer"):
             self.buffer.load(io.BytesIO(verified.read(f"{state}/{BUFFER_FILE}")))
+        if self.dataset is not None:
+            if not resume.get("dataset"):
+                raise ValueError(f"{self.run.root}: the checkpoint holds no data set sampling "
+                                 f"state (it was not written by an offline run); resume it "
+                                 f"with the pipeline that wrote it")
+            self.dataset.load_state_dict(json.loads(verified.read(f"{state}/{DATASET_FILE}")))
         set_rng_state(resume["rng"])
 
 
@@ -146,14 +172,21 @@ def prepare_resume(run_dir: str, trust: bool = False) -> str:
     return str(checkpoint["path"])
 
 
-def resumed_context(cfg: Any, policy: Any, run_state: Optional[RunState]) -> Any:
-    """A fresh OnlineRLContext, or — when `cfg.resume_from` names a checkpoint — the context
-    after the checkpoint's iteration, with policy, envs, buffer and RNGs restored."""
+def resumed_context(cfg: Any, policy: Any, run_state: Optional[RunState],
+                    ctx_cls: Optional[type] = None) -> Any:
+    """A fresh context (`ctx_cls`, default OnlineRLContext), or — when `cfg.resume_from` names
+    a checkpoint — the context after the checkpoint's iteration, with policy, envs, buffer (or
+    data set) and RNGs restored. A new run with `cfg.init_from` starts from that checkpoint's
+    weights (`_init_from.py`)."""
     from rlpipe.contexts import OnlineRLContext
     from rlpipe.middleware.ckpt import load_verified
 
-    ctx = OnlineRLContext()
+    from ._init_from import init_policy
+
+    ctx = (ctx_cls or OnlineRLContext)()
     if not cfg.resume_from:
+        if cfg.get("init_from"):
+            init_policy(cfg, policy)
         return ctx
     if run_state is None:
         raise ValueError("resume_from needs run_dir (the run folder to continue)")
@@ -167,6 +200,6 @@ def resumed_context(cfg: Any, policy: Any, run_state: Optional[RunState]) -> Any
     policy.load_state_dict(checkpoint["policy"])
     ctx.load_kept_state(checkpoint["ctx"])
     run_state.restore(checkpoint["resume"], verified)
-    log.info("resumed from %s at env_step %d, train_iter %d", checkpoint["path"],
-             ctx.env_step, ctx.train_iter)
+    log.info("resumed from %s at %strain_iter %d", checkpoint["path"],
+             f"env_step {ctx.env_step}, " if hasattr(ctx, "env_step") else "", ctx.train_iter)
     return ctx.renew()

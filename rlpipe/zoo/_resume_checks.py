@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 # keys a resumed run cannot change: its weights, buffer and env states belong to them
-FROZEN_ON_RESUME = ("env.id", "seed")
+FROZEN_ON_RESUME = ("env.id", "seed", "dataset.id")
 
 
 def check_resume_overrides(run_dir: str, plain: Mapping[str, Any], overrides: Iterable[str]) -> None:
@@ -25,8 +25,16 @@ def check_resume_overrides(run_dir: str, plain: Mapping[str, Any], overrides: It
 
 
 def check_budget_left(run_dir: str, cfg: Any, checkpoint: Mapping[str, Any]) -> None:
-    """Refuse to resume a run whose checkpoint already reached `max_env_step`."""
+    """Refuse to resume a run whose checkpoint already reached `max_env_step` (an offline run:
+    `max_train_iter`)."""
     meta = checkpoint.get("meta", {}) or {}
+    if "max_env_step" not in cfg:  # offline: a budget of train iterations
+        done, budget = meta.get("train_iter"), cfg.get("max_train_iter")
+        if done is not None and budget is not None and int(done) >= int(budget):
+            raise ValueError(f"--resume {run_dir}: the run already reached its budget "
+                             f"({int(done)} of max_train_iter {int(budget)} train iterations); "
+                             f"to train on, raise it with --set max_train_iter=N (N > {int(done)})")
+        return
     done = meta.get("env_step")
     if done is None:
         done = (checkpoint.get("ctx", {}) or {}).get("env_step")

@@ -20,18 +20,26 @@ def use_run_tail(task: Any, cfg: Any, policy: Any, run_state: Any) -> None:
     """termination_checker, the final evaluation, then (with a run folder) logger and
     checkpoints, then the bar (on a Ray learner: `report_progress`, the driver draws the bar):
     the logger, best.pt and the bar see the final evaluation."""
-    task.use(termination_checker(max_env_step=cfg.max_env_step,
+    task.use(termination_checker(max_env_step=cfg.get("max_env_step"),  # none offline
                                  max_train_iter=cfg.max_train_iter,
                                  max_wall_time=cfg.max_wall_time))
     task.use(final_evaluation())
     if cfg.run_dir:
-        task.use(online_logger(cfg, tensorboard=cfg.logger.tensorboard))
+        task.use(online_logger(cfg, tensorboard=cfg.logger.tensorboard,
+                               train_show_freq=cfg.logger.get("train_show_freq", 1)))
         task.use(CkptSaver(cfg, policy, train_freq=cfg.ckpt.train_freq, resume_state=run_state))
     reporter = ProgressReporter.attached(logging.getLogger("rlpipe"))
     if reporter is not None:  # the learner of a Ray run: the driver draws the bar
         task.use(report_progress(reporter))
     elif cfg.progress:
-        task.use(progress_bar(cfg, total_env_steps=cfg.max_env_step))
+        task.use(progress_bar(cfg, total_env_steps=bar_total(cfg)))
+
+
+def bar_total(cfg: Any) -> Optional[int]:
+    """What the progress bar counts to: env steps online, train iterations offline."""
+    if "max_env_step" in cfg:
+        return cfg.max_env_step
+    return cfg.get("max_train_iter")
 
 
 def previous_best(cfg: Any) -> List[float]:
@@ -58,7 +66,8 @@ def summary(cfg: Any, ctx: Any, best: List[float], start: float, profile: Any) -
                 final_eval_iter=int(ctx.last_eval_iter),
                 solved=bool(stop_value is not None and best_value is not None
                             and best_value >= float(stop_value)),
-                stop_value=stop_value, env_step=ctx.env_step, train_iter=ctx.train_iter,
+                stop_value=stop_value, env_step=getattr(ctx, "env_step", None),
+                train_iter=ctx.train_iter, train_epoch=getattr(ctx, "train_epoch", None),
                 max_env_step=cfg.get("max_env_step"), max_train_iter=cfg.get("max_train_iter"),
                 max_wall_time=cfg.get("max_wall_time"),
                 wall_time=time.perf_counter() - start, run_dir=cfg.run_dir, profile=profile)
@@ -91,8 +100,10 @@ def format_summary(result: Dict[str, Any], stopped_by: Optional[str] = None) -> 
                                                        "max_wall_time")
                   if result.get(name) is not None]
         why = "budget reached" + (f" ({', '.join(limits)})" if limits else "")
+    counted = (f"env steps {result.get('env_step')}, " if result.get("env_step") is not None
+               else "")
     lines = [f"run ended: {why}",
-             f"env steps {result.get('env_step')}, train iterations {result.get('train_iter')}, "
+             f"{counted}train iterations {result.get('train_iter')}, "
              f"wall time {result.get('wall_time', 0.0):.1f} s",
              f"final eval return {_ret(_finite(result.get('eval_value')))} "
              f"(at train_iter {result.get('final_eval_iter')}), "

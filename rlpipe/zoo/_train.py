@@ -111,13 +111,20 @@ def train(name: Optional[str] = None, seed: int = 0, overrides: Iterable[str] = 
           collectors: int = 0, evaluator: bool = False, ray_address: Optional[str] = None,
           backend: Optional[str] = None, *, algo: Optional[str] = None,
           env: Optional[str] = None, imports: Iterable[str] = (),
-          overwrite: bool = False) -> Dict[str, Any]:
+          overwrite: bool = False, dataset: Optional[str] = None,
+          init_from: Optional[str] = None, init_from_optim: bool = False,
+          trust: bool = False) -> Dict[str, Any]:
     """Train zoo entry `name` (the scripting form of `rlpipe train`); returns its summary.
 
     Instead of `name`, `algo` and `env` train any trainable policy (a registered name such as
     "ppo", or "module:Class") on any env (a gymnasium id, a name registered with
     `rlpipe.envs.register_env`, or "module:factory") with the algorithm's defaults, in
-    `runs/<env>-<algo>/<timestamp>/`; `imports` are modules imported first.
+    `runs/<env>-<algo>/<timestamp>/`; `imports` are modules imported first. `algo` and
+    `dataset` (a local Minari data set id) train offline on it (`env`, optional: the eval
+    env, default the data set's), in `runs/<data set>-<algo>/<timestamp>/`.
+    `init_from`: a run folder (its best.pt, else final.pt) or checkpoint whose weights this new
+    off-policy or offline run starts from (`init_from_optim`: its optimisers too; `trust`:
+    accept a checkpoint not signed by this user), e.g. an offline policy fine-tuned online.
     `run_dir`: a new or empty folder; one that holds files is refused unless `overwrite`.
     `async_mode`: collection and evaluation overlap training. An off-policy entry (DQN, SAC,
     TD3) then collects in one child process and evaluates in another, beside the learner in
@@ -130,15 +137,23 @@ def train(name: Optional[str] = None, seed: int = 0, overrides: Iterable[str] = 
     from ._run import new_run_dir
     from ._run_guard import claim_run_dir
 
-    entry = _entry_to_train(name, algo, env, list(imports))
+    entry = _entry_to_train(name, algo, env, list(imports), dataset)
     name = entry.name
     entry.check_requirements()
+    if (init_from_optim or trust) and init_from is None:
+        flag = "--init-from-optim" if init_from_optim else "--trust-run-dir"
+        raise ValueError(f"{flag} goes with --init-from RUN_DIR (or --resume RUN_DIR)")
     if (backend is not None and not collectors and not async_mode) or (evaluator and not collectors):
         flag = "--evaluator" if evaluator else "--backend"
         raise ValueError(f"{flag} only applies to a distributed run: add --collectors N")
     user: Dict[str, Any] = {"seed": seed, "async_mode": async_mode, "progress": progress}
     if max_env_step is not None:
+        if entry.pipeline == "offline":
+            raise ValueError(f"{name} trains offline: it takes no env steps; set its budget "
+                             f"with --set max_train_iter=N")
         user["max_env_step"] = max_env_step
+    if init_from is not None:
+        user.update(_init_from_settings(entry, init_from, init_from_optim))
     base = entry.resolve(user)
     check_distributed(name, base, collectors)
     if collectors:
@@ -150,14 +165,44 @@ def train(name: Optional[str] = None, seed: int = 0, overrides: Iterable[str] = 
     cfg = entry.resolve(user, overrides)
     _drop_stale_stop_value(entry, cfg, overrides)
     check_distributed(name, cfg, cfg.get("parallel", {}).get("collectors", 0))
+    if cfg.get("init_from"):
+        _check_init_from(entry, cfg)
     created = True
     with run_folder_errors(run_dir or os.path.join(runs_root, entry.run_name), created=False):
         if run_dir:
             created = claim_run_dir(run_dir, overwrite)
         cfg.run_dir = run_dir or new_run_dir(entry.run_name, runs_root)
+    cfg.resume_trust = bool(trust)  # for --init-from's checkpoint; not written to config.json
     logging.getLogger("rlpipe").info("training %s in %s", name, cfg.run_dir)
     with run_folder_errors(cfg.run_dir, created=created):  # one line for an unwritable folder
         return _run(entry, cfg, ray_address, fresh=True, created=created)
+
+
+def _init_from_settings(entry: Entry, source: str, with_optim: bool) -> Dict[str, Any]:
+    """The config of `--init-from SOURCE`: the checkpoint chosen (best.pt, else final.pt)."""
+    from ._init_from import pick_checkpoint
+
+    if entry.pipeline == "on-policy":
+        raise ValueError(f"--init-from: {entry.name} is on-policy; --init-from starts "
+                         f"off-policy and offline runs (e.g. `--algo sac --env Pendulum-v1 "
+                         f"--init-from RUN_DIR`)")
+    return {"init_from": pick_checkpoint(source), "init_from_optim": bool(with_optim)}
+
+
+def _check_init_from(entry: Entry, cfg: Any) -> None:
+    """Before any run folder exists: the source run's policy class and spaces (from its
+    config.json) must fit this run's (one line otherwise)."""
+    from rlpipe.runs import RunDir
+
+    from ._generic import spaces_of
+    from ._init_from import check_source
+    from ._run import read_config
+
+    checkpoint = str(cfg.init_from)
+    source_name, plain = read_config(str(RunDir.of_checkpoint(checkpoint).root))
+    source_cls = get_entry(source_name, imports=plain.get("imports", ())).policy_cls
+    check_source(checkpoint, (source_cls, *spaces_of(plain), source_name), entry.policy_cls,
+                 *spaces_of(cfg))
 
 
 def resume(run_dir: str, name: Optional[str] = None, overrides: Iterable[str] = (),

@@ -6,7 +6,8 @@ def test_all_lists_the_public_names():
         "NStepAccumulator", "PerEnvOutput", "PrioritizedReplayBuffer", "ReplayBuffer", "RolloutStorage",
         "SampleRatioController", "SequenceAdder", "SequenceReplayBuffer", "SumTree", "TRANSITION_KEYS", "UNLIMITED", "UpdateSchedule", "bootstrap_discount",
         "batch_of", "compute_gae", "nstep_targets", "td_targets", "to_torch",
-        "OfflineDataError", "OfflineDataset", "dataset_root", "dataset_summary", "load_dataset",
+        "OfflineDataError", "OfflineDataset", "dataset_spec", "dataset_root", "dataset_summary",
+        "load_dataset",
         "local_datasets", "write_dataset",
     ])
     for name in data.__all__:

@@ -52,6 +52,8 @@ def test_doc_examples_run(path, tmp_path, monkeypatch):
     if not blocks and not cli_lines(path):
         pytest.skip(f"{path.name} has no python or rlpipe examples")
     monkeypatch.chdir(tmp_path)
+    # offline data sets of the examples go to this test's folder, never to ~/.minari
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
     for line in cli_lines(path):
         argv = [sys.executable, "-m", "rlpipe.cli", *shlex.split(line)[1:]]
         done = subprocess.run(argv, capture_output=True, text=True, timeout=300)

@@ -162,7 +162,20 @@ def test_contract_reads_only(tmp_path):
     c = contract_of(log)
     log.close()
     assert c.writes == frozenset()
-    assert {"env_step", "train_output", "eval_value", "episode_info", "info_for_logging"} <= c.reads
+    assert {"train_output", "eval_value", "info_for_logging"} <= c.reads
+    # read where the context has them (an OfflineRLContext has neither)
+    assert {"env_step", "episode_info"} <= c.optional_reads
+
+
+def test_an_offline_context_logs_on_the_train_iter_axis(tmp_path, running):
+    from rlpipe.contexts import OfflineRLContext
+
+    log = online_logger(run_dir=tmp_path, tensorboard=False)
+    ctx = OfflineRLContext(train_iter=7, train_output={"loss": 0.5})
+    log(ctx)
+    log.close()
+    (row,) = read_metrics(tmp_path)
+    assert row["train_iter"] == 7 and row["train/loss"] == 0.5 and "env_step" not in row
 
 
 def test_resume_from_an_earlier_step_hides_later_tb_events(tmp_path, running):

@@ -56,10 +56,10 @@ def test_every_config_key_has_a_meaning(name):
 
 
 def test_every_run_defaults_key_has_a_meaning_and_no_meaning_is_stale():
-    from rlpipe.zoo import _offpolicy, _onpolicy
+    from rlpipe.zoo import _offline, _offpolicy, _onpolicy
     from rlpipe.zoo._meanings import RUN_MEANINGS, leaf_keys
 
-    keys = set(leaf_keys(_offpolicy.RUN_DEFAULTS)) | set(leaf_keys(_onpolicy.RUN_DEFAULTS))
+    keys = set().union(*(leaf_keys(m.RUN_DEFAULTS) for m in (_offpolicy, _onpolicy, _offline)))
     assert keys - set(RUN_MEANINGS) == set()
     assert set(RUN_MEANINGS) - keys == {"imports"}
 

@@ -1,0 +1,150 @@
+"""The offline pipeline: train a policy from a fixed data set, evaluate it in its env.
+
+On an `OfflineRLContext`, the offline form of seed 003's pipeline:
+
+    interaction_evaluator → offline_data_fetcher → trainer → the run's tail (termination at
+    max_train_iter, final evaluation, logger, CkptSaver, progress bar over train_iter)
+
+The data set is loaded once (`load_dataset(cfg.dataset.id, seed=cfg.seed)`); the eval env is
+`cfg.env.id`, or the env the data set was recorded in; the policy is built on the data set's
+spaces, which must fit the env's. One iteration is one update. Checkpoints keep the data set's
+sampling state, so `--resume` draws the batches an uninterrupted run would have drawn.
+Any policy trains here: the offline algorithms (`pipeline = "offline"`) and the off-policy
+ones (DQN, SAC, TD3 on a data set: the usual offline baselines).
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Mapping, Optional
+
+from easydict import EasyDict
+
+from rlpipe.config import merge_config
+from rlpipe.config_checks import check_config
+from rlpipe.contexts import OfflineRLContext
+from rlpipe.data import OfflineDataError, dataset_spec, load_dataset
+from rlpipe.envs import EnvManager
+from rlpipe.middleware import interaction_evaluator, offline_data_fetcher, trainer
+
+from ._offpolicy import mask_settings
+from ._pipeline import Pipeline, closed_on_error, make_policy, run_pipeline
+from ._resume import RunState, resumed_context
+from ._tail import use_run_tail
+
+RUN_DEFAULTS: Dict[str, Any] = dict(
+    seed=0,
+    run_dir=None,
+    async_mode=False,
+    max_train_iter=10_000,
+    max_wall_time=None,
+    progress=True,
+    resume_from=None,
+    init_from=None,
+    init_from_optim=False,
+    dataset=dict(id=None),
+    env=dict(id=None, eval_n_envs=5, mode="auto", stop_value=None, step_timeout=None,
+             env_kwargs={}, max_restarts=10, restart_window=1000,
+             action_masks=True, action_mask_fn=None),
+    logger=dict(tensorboard=True, train_show_freq=100),
+    ckpt=dict(train_freq=5000),
+)
+MAKE_ONE = ("`rlpipe train cartpole-dqn`, then `rlpipe dataset collect runs/cartpole-dqn/<run> "
+            "--episodes 50 --eps 0.2 --id {id}` (or `rlpipe dataset collect random --env ENV "
+            "--episodes 50 --id {id}`)")
+
+
+def default_config(policy_cls: Any) -> EasyDict:
+    """The full default config of an offline run: run, data set, eval env, logger and
+    checkpoint sections, and the policy's own defaults."""
+    return EasyDict({**RUN_DEFAULTS, "policy": policy_cls.config_schema()})
+
+
+def resolve_config(policy_cls: Any, entry_config: Mapping,
+                   user: Optional[Mapping] = None) -> EasyDict:
+    """Defaults ← the entry's config ← the user's; unknown keys and values out of range are
+    errors. When `env.id` is None and the data set exists, it becomes the data set's env (so
+    config.json names the env that `rlpipe eval` evaluates in)."""
+    cfg = merge_config(merge_config(default_config(policy_cls), entry_config), user or {})
+    if cfg.env.id is None and cfg.dataset.id:
+        try:
+            cfg.env.id = dataset_spec(cfg.dataset.id).env_id
+        except OfflineDataError:
+            pass  # a missing data set is reported, with how to make one, when the run starts
+    return check_config(cfg)
+
+
+def explained(err: OfflineDataError, dataset_id: str) -> OfflineDataError:
+    """`err`, when it says the data set is missing, naming the commands that make one."""
+    text = str(err)
+    if "is not in the Minari root" not in text:
+        return err
+    return OfflineDataError(f"{text.split('; make it with')[0]}; make one with "
+                            f"{MAKE_ONE.format(id=dataset_id)}")
+
+
+def spec_of(dataset_id: str) -> Any:
+    """`dataset_spec(dataset_id)`, a missing data set explained (`explained`)."""
+    try:
+        return dataset_spec(dataset_id)
+    except OfflineDataError as err:
+        raise explained(err, dataset_id) from None
+
+
+def open_dataset(cfg: Any) -> Any:
+    """`cfg.dataset.id` loaded once; a missing one is one line naming the commands that make it."""
+    dataset_id = cfg.dataset.id
+    if not dataset_id:
+        raise OfflineDataError("an offline run needs a data set: pass --dataset ID (or --set "
+                               "dataset.id=ID); `rlpipe dataset list` shows the local ones")
+    try:
+        return load_dataset(dataset_id, seed=cfg.seed)
+    except OfflineDataError as err:
+        raise explained(err, dataset_id) from None
+
+
+def make_eval_env(cfg: Any, dataset: Any) -> EnvManager:
+    """The evaluator's envs: `cfg.env.id`, else the data set's env; its spaces must be the
+    data set's (one line otherwise)."""
+    env_cfg = cfg.env
+    env_id = env_cfg.id
+    if env_id is None and dataset.id:
+        env_id = dataset_spec(dataset.id).env_id
+    if not env_id:
+        raise OfflineDataError(f"data set {dataset.id!r} names no env to evaluate in (it was "
+                               f"recorded without a gymnasium spec): pass --env ID (or --set "
+                               f"env.id=ID)")
+    env_cfg.id = env_id
+    env = EnvManager(env_id, n_envs=env_cfg.eval_n_envs, seed=cfg.seed + 10_000,
+                     mode=env_cfg.mode, step_timeout=env_cfg.step_timeout,
+                     env_kwargs=dict(env_cfg.env_kwargs) or None,
+                     max_restarts=env_cfg.max_restarts, restart_window=env_cfg.restart_window,
+                     **mask_settings(env_cfg))
+    with closed_on_error((env,)):
+        dataset.check_spaces(env.observation_space, env.action_space, env_id)
+    return env
+
+
+def build_offline(cfg: Any, policy_cls: Any) -> Pipeline:
+    """Data set, eval env, policy and (resumed) context of the offline pipeline, and its
+    middleware: evaluator → offline_data_fetcher → trainer → the run's tail."""
+    dataset = open_dataset(cfg)
+    evaluator_env = make_eval_env(cfg, dataset)
+    envs = (evaluator_env,)
+    with closed_on_error(envs):
+        policy = make_policy(cfg, policy_cls, dataset)  # the data set's spaces
+        run_state = RunState(cfg.run_dir, None, evaluator_env, None,
+                             dataset=dataset) if cfg.run_dir else None
+        ctx = resumed_context(cfg, policy, run_state, OfflineRLContext)
+
+    def install(task: Any) -> None:
+        task.use(interaction_evaluator(cfg, policy.eval_mode, evaluator_env))
+        task.use(offline_data_fetcher(cfg, dataset))
+        task.use(trainer(cfg, policy.learn_mode))
+        use_run_tail(task, cfg, policy, run_state)
+
+    return Pipeline(ctx, install, envs)
+
+
+def run_offline(cfg: Any, policy_cls: Any) -> Dict[str, Any]:
+    """Train `policy_cls` from `cfg.dataset.id` for `cfg.max_train_iter` updates; return the
+    summary (the keys of `run_offpolicy`'s, `train_epoch` added)."""
+    return run_pipeline(cfg, lambda: build_offline(cfg, policy_cls))
