@@ -7,6 +7,7 @@ from easydict import EasyDict
 
 from rlpipe.config import merge_config
 from rlpipe.config_checks import check_config
+from rlpipe.envs import EnvManager
 from rlpipe.middleware import (StepCollector, gae_estimator, interaction_evaluator,
                                multistep_trainer)
 
@@ -59,7 +60,8 @@ def resolve_config(policy_cls: Any, entry_config: Mapping,
 def build_onpolicy(cfg: Any, policy_cls: Any) -> Pipeline:
     """Envs, policy, collector and (resumed) context of the on-policy pipeline, and its
     middleware: evaluator → StepCollector → gae_estimator → multistep_trainer → the run's tail."""
-    collector_env, evaluator_env = envs = make_envs(cfg)
+    manager = _multi_agent_manager() if getattr(policy_cls, "multi_agent", False) else EnvManager
+    collector_env, evaluator_env = envs = make_envs(cfg, manager)
     with closed_on_error(envs):
         policy = make_policy(cfg, policy_cls, collector_env)
         collector = StepCollector(cfg, policy.collect_mode, collector_env)
@@ -75,6 +77,16 @@ def build_onpolicy(cfg: Any, policy_cls: Any) -> Pipeline:
         use_run_tail(task, cfg, policy, run_state)
 
     return Pipeline(ctx, install, envs)
+
+
+def _multi_agent_manager() -> Any:
+    """rlpipe.envs.MultiAgentEnvManager (PettingZoo parallel envs, agents as an array axis)."""
+    import rlpipe.envs as envs
+    manager = getattr(envs, "MultiAgentEnvManager", None)
+    if manager is None:
+        raise ImportError("a multi-agent policy needs rlpipe.envs.MultiAgentEnvManager (PettingZoo "
+                          "parallel envs), which this rlpipe lacks; update rlpipe")
+    return manager
 
 
 def run_onpolicy(cfg: Any, policy_cls: Any) -> Dict[str, Any]:

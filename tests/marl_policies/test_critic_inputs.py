@@ -103,3 +103,17 @@ def test_non_shared_parameters_are_one_network_per_agent():
     out = own.collect_mode.forward(obs, agent_mask=np.ones((2, 2), bool),
                                    global_state=np.zeros((2, 6), np.float32))
     assert out["action"].shape == (2, 2) and out["logp"].shape == out["value"].shape == (2, 2)
+
+
+def test_zoo_builds_a_multi_agent_policy_from_the_manager_and_refuses_a_single_agent_env():
+    from easydict import EasyDict
+
+    from rlpipe.zoo._pipeline import make_policy
+    cfg = EasyDict(seed=5, env={"id": "CartPole-v1"}, policy={"seed": None})
+    env = FakeMultiAgentEnvManager(state=False)
+    policy = make_policy(cfg, MAPPOPolicy, env)
+    assert policy.n_agents == 2 and policy.critic_input == "concat_obs" and policy.cfg.seed == 5
+    single = type("Single", (), {"observation_space": env.observation_space,
+                                 "action_space": env.action_space})()
+    with pytest.raises(ValueError, match="multi-agent policy, but env 'CartPole-v1'"):
+        make_policy(cfg, MAPPOPolicy, single)
