@@ -22,6 +22,8 @@ setup(
         "atari": ["gymnasium[atari]>=1.0"],
         "mujoco": ["gymnasium[mujoco]>=1.0"],
         "minigrid": ["minigrid>=2.3"],
+        # multi-agent envs (rlpipe.envs.MultiAgentEnvManager): PettingZoo's API and MPE
+        "marl": ["pettingzoo>=1.24", "mpe2"],
         # offline data sets (rlpipe.data.load_dataset, `rlpipe dataset`); minari 0.5.4 imports
         # PIL without declaring it
         "offline": ["minari[hdf5]>=0.5.4", "pillow"],

@@ -74,3 +74,21 @@ class OfflineRLContext(_CommonRLContext):
     """Which pass over the data set this iteration's batch belongs to, as written by the data
     fetcher (not kept, as in seed 003's table: the fetcher owns the count and writes it each
     iteration)."""
+
+
+@dataclasses.dataclass
+class MultiAgentRLContext(OnlineRLContext):
+    """Context of online multi-agent RL: the online fields, with an agent axis in the data.
+
+    Transitions in `trajectories` carry per-agent arrays [n_envs, A, ...] plus `agent_mask`,
+    `next_agent_mask`, `global_state` and `next_global_state` (see rlpipe.envs'
+    MultiAgentEnvManager). `env_step` counts env steps (vector rows), not agent steps; an
+    `episode_info` entry's `return` is the team return (summed over agents) and its
+    `agent_returns` maps each agent to its own return.
+    """
+
+    agents: Optional[List[str]] = None
+    """The agents' names in the order of the agent axis (kept); set it from the env manager:
+    `MultiAgentRLContext(agents=env.agents)`."""
+
+    KEEP = ("agents",)

@@ -3,12 +3,14 @@
 ``EnvManager`` runs n copies of a gymnasium environment (sync, async subprocesses, or the env's
 native vectorised implementation) behind one ``step()`` that never lets a NEXT_STEP
 pseudo-transition through, reports the true final observation of every finished episode, and
-restarts crashed or hung envs.
+restarts crashed or hung envs. ``MultiAgentEnvManager`` does the same for PettingZoo parallel
+envs, with the agents on an axis of every array and masks for agents that are gone.
 """
 
 from rlpipe.envs._errors import EnvFailureError, MissingDependencyError, UnknownEnvError
 from rlpipe.envs._manager import EnvManager, StepResult
 from rlpipe.envs._maskedgrid import register as _register_maskedgrid
+from rlpipe.envs._multiagent import MultiAgentEnvManager, MultiAgentStepResult
 from rlpipe.envs._masks import empty_segments, flat_mask, mask_segments, sample_valid_actions
 from rlpipe.envs._obs import BatchObs, obs_to_tree
 from rlpipe.envs._pomdp import MaskObservation
@@ -21,6 +23,8 @@ __all__ = [
     "EnvManager",
     "MaskObservation",
     "MissingDependencyError",
+    "MultiAgentEnvManager",
+    "MultiAgentStepResult",
     "StepResult",
     "UnknownEnvError",
     "empty_segments",

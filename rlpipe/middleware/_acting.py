@@ -23,12 +23,13 @@ the mask of the observations it holds, `act` hands it to the collect face as `ac
 draws warm-up actions among the valid ones), and the step record carries `action_mask` and
 `next_action_mask` (the mask of `next_obs`, for DQN's target).
 
-Hidden state per env (#15) lives in the cursor: `make_acting` gives a recurrent policy (see
-`_hidden`) a `RecurrentActing`, which hands the collect face `state=` and `first=`, keeps the
+Hidden state per env (#15) lives in the cursor: `make_acting` (`_make_acting`) gives a
+recurrent policy (see `_hidden`) a `RecurrentActing`, which hands the collect face `state=` and `first=`, keeps the
 state it returns per env (zeroed where an episode starts: after a reset, an episode end or an
 env restart) and adds `first` and `state` (the state the step started from) to every record.
 A feed-forward policy gets the plain `Acting`: it pays nothing for this. The agent axis (#16)
-belongs in `act`/`step`: the four acting middleware then have it at once.
+is `MultiAgentActing` (`_acting_agents`), chosen by `make_acting` for a multi-agent env manager:
+the four acting middleware have it at once.
 """
 from __future__ import annotations
 
@@ -39,8 +40,7 @@ import numpy as np
 from rlpipe.engine import current_task
 from rlpipe.envs import mask_segments, sample_valid_actions
 
-from ._hidden import (copy_state, initial_state, is_recurrent, next_state, policy_name, starts,
-                      zero_rows)
+from ._hidden import copy_state, initial_state, next_state, policy_name, starts, zero_rows
 
 _MASK_FIX = ("ignore the masks (EnvManager(action_masks=False); in the zoo `--set "
              "env.action_masks=False`) or use a policy that takes them (DQN, PPO)")
@@ -67,9 +67,11 @@ class EnvCursor:
     `seed` seeds that first reset (None: the manager's own seeding). `obs` is None until then.
     For a recurrent policy it also holds, per env, the hidden `state` to act from next and
     `first` (bool [n]: True where `obs` begins an episode); both stay None for feed-forward ones.
+    For a multi-agent env manager, `agents` is `(agent_mask [n, A], global_state [n, S] or
+    None)` of `obs` (None for single-agent ones).
     """
 
-    __slots__ = ("env", "obs", "seed", "mask", "state", "first")
+    __slots__ = ("env", "obs", "seed", "mask", "state", "first", "agents")
 
     def __init__(self, env: Any, seed: Optional[int] = None) -> None:
         self.env = env
@@ -78,12 +80,16 @@ class EnvCursor:
         self.mask: Optional[np.ndarray] = None  # the valid actions in `obs` (None: no masks)
         self.state: Optional[Dict[str, Any]] = None  # rows where `first` is True are zeros
         self.first: Optional[np.ndarray] = None
+        self.agents: Optional[Tuple[np.ndarray, Optional[np.ndarray]]] = None
 
     def current(self) -> Any:
         """The observations to act from now (resetting the envs on first use)."""
         if self.obs is None:
             self.obs = self.env.reset() if self.seed is None else self.env.reset(seed=self.seed)
             self.mask = getattr(self.env, "action_mask", None)
+            agent_mask = getattr(self.env, "agent_mask", None)
+            if agent_mask is not None:
+                self.agents = (agent_mask, self.env.global_state)
             if self.state is not None:  # every env begins an episode
                 self.first = np.ones(int(self.env.n_envs), dtype=np.bool_)
                 self.state = zero_rows(self.state, self.first)
@@ -94,7 +100,7 @@ class EnvCursor:
         (and, for a recurrent policy, the hidden state and `first` of each env)."""
         first = None if self.first is None else self.first.copy()
         return {"obs": self.obs, "mask": self.mask, "state": copy_state(self.state),
-                "first": first}
+                "first": first, "agents": self.agents}
 
     def set_state(self, state: Mapping[str, Any]) -> None:
         """Restore `get_state()`'s dict (`{"obs": None}`: reset on next use)."""
@@ -108,6 +114,7 @@ class EnvCursor:
                              "with the policy the run was saved with")
         self.obs = state["obs"]
         self.mask = state.get("mask")  # absent in states of runs without masks
+        self.agents = state.get("agents")  # absent in single-agent states
         if state["obs"] is None:
             self.first = None  # the next use resets the envs and zeroes the state
         elif hidden is not None:
@@ -251,19 +258,6 @@ class RecurrentActing(Acting):
         cursor.first = starts(record["terminated"], record["truncated"], record["valid"])
         cursor.state = zero_rows(after, cursor.first)
         return valid
-
-
-def make_acting(policy: Any, env: Any, cursor: Optional[EnvCursor] = None,
-                random_collect_size: int = 0) -> Acting:
-    """The acting of `policy` in `env`: `RecurrentActing` for a recurrent policy, `Acting`
-    otherwise (decided here, once)."""
-    if is_recurrent(policy):
-        return RecurrentActing(policy, env, cursor, random_collect_size)
-    if cursor is not None and cursor.state is not None:
-        raise ValueError(f"{cursor!r} holds a recurrent policy's hidden state; the feed-forward "
-                         f"{policy_name(policy)} would leave it stale. Give it its own cursor: "
-                         f"EnvCursor(env)")
-    return Acting(policy, env, cursor, random_collect_size)
 
 
 def step_record(obs: Any, action: Any, output: Mapping[str, Any], result: Any) -> Dict[str, Any]:

@@ -17,7 +17,8 @@ from rlpipe.contexts import OnlineRLContext
 from rlpipe.data import PerEnvOutput, batch_of
 from rlpipe.engine import Role, contract
 
-from ._acting import Acting, EnvCursor, check_cursor, make_acting, shared_cursor
+from ._acting import Acting, EnvCursor, check_cursor, shared_cursor
+from ._make_acting import make_acting
 from ._cfg import setting
 
 __all__ = ["EnvCursor", "EpisodeCollector", "StepCollector", "inferencer", "rolloutor"]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+from types import SimpleNamespace
 from typing import Any, Callable, Iterator, List
 
 import numpy as np
@@ -10,6 +11,7 @@ from rlpipe.contexts import OnlineRLContext
 from rlpipe.engine import Role, contract, current_task
 
 from ._acting import check_mask_support
+from ._acting_agents import agent_kwargs, is_multi_agent, mean_agent_returns
 from ._hidden import initial_state, is_recurrent, next_state, starts, zero_rows
 from ._cfg import setting
 
@@ -23,7 +25,10 @@ def evaluate_episodes(policy: Any, env: Any, n_episode: int) -> List[dict]:
     not over-represented), and return their {'return', 'length'} records. Where the env gives
     action masks (`env.action_mask`), the policy gets them as `action_mask=`. A recurrent
     policy gets `state=` and `first=`: its own state per env, zeroed where an episode starts
-    (the envs are reset here, autoreset at episode ends, or restarted after a crash)."""
+    (the envs are reset here, autoreset at episode ends, or restarted after a crash).
+    In a multi-agent env manager the policy also gets `agent_mask=` and `global_state=`, an
+    episode's return is the team return and its record adds `agent_returns` (see
+    `_acting_agents`)."""
     n_envs = env.n_envs
     quota = np.full(n_envs, n_episode // n_envs)
     quota[: n_episode % n_envs] += 1
@@ -33,11 +38,17 @@ def evaluate_episodes(policy: Any, env: Any, n_episode: int) -> List[dict]:
     mask = getattr(env, "action_mask", None)
     check_mask_support(policy, mask)
     memory = {}
+    agents = is_multi_agent(env)
+    if agents and is_recurrent(policy):
+        raise NotImplementedError(f"evaluating the recurrent {type(policy).__name__} in the "
+                                  f"multi-agent {env!r}: hidden state per agent is not supported")
     if is_recurrent(policy):
         first = np.ones(n_envs, dtype=np.bool_)
         memory = {"state": zero_rows(initial_state(policy, n_envs), first), "first": first}
     while (done_count < quota).any():
         kwargs = memory if mask is None else {**memory, "action_mask": mask}
+        if agents:
+            kwargs = {**kwargs, **agent_kwargs(env)}
         output = policy.forward(obs, **kwargs)
         result = env.step(output["action"])
         mask = getattr(result, "action_mask", None)
@@ -48,7 +59,10 @@ def evaluate_episodes(policy: Any, env: Any, n_episode: int) -> List[dict]:
         for ep in result.episodes:
             i = ep["env_id"]
             if done_count[i] < quota[i]:
-                records.append({"return": float(ep["return"]), "length": int(ep["length"])})
+                record = {"return": float(ep["return"]), "length": int(ep["length"])}
+                if "agent_returns" in ep:
+                    record["agent_returns"] = dict(ep["agent_returns"])
+                records.append(record)
                 done_count[i] += 1
         obs = result.obs
     return records
@@ -70,7 +84,9 @@ def log_evaluation(ctx: Any, source: str = "eval", where: str = "") -> None:
 def interaction_evaluator(cfg: Any, policy: Any, env: Any, render: bool = False) -> Callable:
     """Every `cfg.policy.eval.evaluator.eval_freq` train iterations (and at the first and
     last iteration), evaluate `n_episode` episodes with `policy` (an eval face); set
-    `ctx.eval_value`; finish the run when it reaches `cfg.env.stop_value`.
+    `ctx.eval_value`; finish the run when it reaches `cfg.env.stop_value`. In a multi-agent
+    env the value is the mean team return and `ctx.eval_output["agent_returns"]` maps each agent
+    to its mean return.
 
     The evaluation runs before the later middleware of the iteration (so "eval_end" listeners,
     such as the checkpoint saver's best.pt, see exactly the evaluated weights); its log line is
@@ -96,8 +112,16 @@ def interaction_evaluator(cfg: Any, policy: Any, env: Any, render: bool = False)
         if ctx.last_eval_iter == ctx.train_iter or not (due or task.finish):
             return
         evaluate(ctx, task)
+        evaluated = SimpleNamespace(last_eval_iter=ctx.last_eval_iter, eval_value=ctx.eval_value,
+                                    eval_output=ctx.eval_output,
+                                    env_step=getattr(ctx, "env_step", None))
         yield
-        log_evaluation(ctx)  # after the collector: the env step of the metrics row
+        # after the collector: the env step of the metrics row. When a final evaluation of later
+        # weights ran in between (a stop at stop_value), this one has a row of its own at the
+        # env step it was made at (OnlineLogger), and the line gives that step.
+        if ctx.last_eval_iter == evaluated.last_eval_iter:
+            evaluated.env_step = getattr(ctx, "env_step", None)
+        log_evaluation(evaluated)
 
     def evaluate(ctx: OnlineRLContext, task: Any) -> None:
         records = evaluate_episodes(policy, env, n_episode)
@@ -105,10 +129,13 @@ def interaction_evaluator(cfg: Any, policy: Any, env: Any, render: bool = False)
         ctx.eval_value = float(returns.mean())
         ctx.eval_output = {"returns": returns.tolist(),
                            "lengths": [r["length"] for r in records]}
+        per_agent = mean_agent_returns(records)
+        if per_agent is not None:  # a multi-agent env: each agent's mean return
+            ctx.eval_output["agent_returns"] = per_agent
         ctx.last_eval_iter = ctx.train_iter
         ctx.last_eval_value = ctx.eval_value
         task.emit("eval_end", ctx)
-        if stop_value is not None and ctx.eval_value >= float(stop_value):
+        if stop_value is not None and ctx.eval_value >= float(stop_value) and not task.finish:
             log.info("eval return %.2f reached stop_value %s: finishing", ctx.eval_value,
                      stop_value)
             task.finish = True

@@ -11,6 +11,9 @@ JSON keys). Keys of a row:
 - `eval/return_mean`: `ctx.eval_value` when an evaluation ran this iteration (finite);
 - `collect/episode_return_mean`, `collect/episode_length_mean`, `collect/episodes`: from
   `ctx.episode_info`, the episodes that finished this iteration;
+- multi-agent runs (the returns above are team returns, summed over agents):
+  `collect/agent_return/<agent>` (mean over the episodes of `ctx.episode_info` of each agent's
+  `agent_returns`) and `eval/agent_return/<agent>` (`ctx.eval_output["agent_returns"]`);
 - every entry of `ctx.info_for_logging`, under its own name.
 
 Non-finite and non-scalar values are skipped; numpy and torch scalars become floats. Iterations
@@ -34,6 +37,7 @@ from typing import Any, Dict, Iterable, List, Optional, Union
 from rlpipe.engine import Role, contract, current_task
 from rlpipe.runs import CHECKPOINT_EVENT, RunDir
 
+from ._acting_agents import mean_agent_returns
 from ._cfg import setting
 from ._io import PathLike, resolve_run_dir
 
@@ -134,6 +138,7 @@ class OnlineLogger:
         self._listening: Any = None
         self._last_seen: Any = None  # the ctx of the last iteration this logger was called for
         self._logged_early: Any = None  # a ctx whose row a checkpoint made it write early
+        self._last_eval: Any = None  # (ctx, env_step, train_iter, value): newest evaluation
         self.tensorboard = bool(tensorboard) and setting(cfg, "logger.tensorboard", True) is not False
         self.train_show_freq = train_show_freq
         self.flush_secs = flush_secs
@@ -194,6 +199,11 @@ class OnlineLogger:
         eval_value = to_scalar(getattr(ctx, "eval_value", None))
         if eval_value is not None:
             metrics["eval/return_mean"] = eval_value
+            # eval_output is read only in an iteration that evaluated: whoever wrote eval_value
+            # wrote it too, so the eval_value read orders the logger after it
+            eval_output = getattr(ctx, "eval_output", None) or {}
+            for agent, value in (eval_output.get("agent_returns") or {}).items():
+                metrics[f"eval/agent_return/{agent}"] = float(value)
         episodes = getattr(ctx, "episode_info", None)
         if episodes:
             returns = [r for r in (to_scalar(e.get("return")) for e in episodes) if r is not None]
@@ -203,6 +213,8 @@ class OnlineLogger:
             if lengths:
                 metrics["collect/episode_length_mean"] = sum(lengths) / len(lengths)
             metrics["collect/episodes"] = float(len(episodes))
+            for agent, value in (mean_agent_returns(episodes) or {}).items():
+                metrics[f"collect/agent_return/{agent}"] = value
         for key, value in (getattr(ctx, "info_for_logging", None) or {}).items():
             x = to_scalar(value)
             if x is not None:
@@ -228,15 +240,33 @@ class OnlineLogger:
         elif time.monotonic() - self._last_flush >= self.flush_secs:
             self.flush()
 
+    def _on_eval(self, ctx: Any) -> None:
+        # Two evaluations in one iteration (the one that reached stop_value, then the final
+        # weights'; or two from an evaluator process): the row holds the newest, so the earlier
+        # one gets a row of its own, at the env step it was made at.
+        with self._lock:
+            earlier, self._last_eval = self._last_eval, (
+                ctx, getattr(ctx, "env_step", ctx.train_iter), ctx.last_eval_iter,
+                to_scalar(ctx.eval_value))
+            if earlier is not None and earlier[0] is ctx and earlier[3] is not None \
+                    and not self._closed:
+                self._write_record(ctx, int(earlier[1]), {"eval/return_mean": earlier[3]},
+                                   train_iter=earlier[2])
+
     def _write_row(self, ctx: Any) -> None:
+        if self._last_eval is not None and self._last_eval[0] is ctx:
+            self._last_eval = None
         metrics = self._metrics(ctx)
         if not metrics:
             return
-        step = int(getattr(ctx, "env_step", ctx.train_iter))
+        self._write_record(ctx, int(getattr(ctx, "env_step", ctx.train_iter)), metrics)
+
+    def _write_record(self, ctx: Any, step: int, metrics: Dict[str, float],
+                      train_iter: Optional[int] = None) -> None:
         now = time.time()
         record: Dict[str, Union[int, float]] = {
             "env_step": step,
-            "train_iter": int(ctx.train_iter),
+            "train_iter": int(ctx.train_iter if train_iter is None else train_iter),
             "total_step": int(ctx.total_step),
             "time": round(now, 3),
             "wall_time": round(now - self._start, 3),
@@ -253,10 +283,15 @@ class OnlineLogger:
         declared (CHECKPOINT_EVENT), so a checkpoint never covers rows still in a buffer."""
         if self._listening is task or not callable(getattr(task, "on", None)):
             return
-        if self._listening is not None and callable(getattr(self._listening, "off", None)):
-            self._listening.off(CHECKPOINT_EVENT, self._on_checkpoint)
+        self._stop_listening()
         self._listening = task
         task.on(CHECKPOINT_EVENT, self._on_checkpoint)
+        task.on("eval_end", self._on_eval)
+
+    def _stop_listening(self) -> None:
+        if self._listening is not None and callable(getattr(self._listening, "off", None)):
+            self._listening.off(CHECKPOINT_EVENT, self._on_checkpoint)
+            self._listening.off("eval_end", self._on_eval)
 
     def _on_checkpoint(self, ctx: Any = None) -> None:
         # A checkpoint of an iteration this logger has not logged yet (the saver runs first in
@@ -293,8 +328,7 @@ class OnlineLogger:
         if self._closed:
             return
         self._closed = True
-        if self._listening is not None and callable(getattr(self._listening, "off", None)):
-            self._listening.off(CHECKPOINT_EVENT, self._on_checkpoint)
+        self._stop_listening()
         self._listening = None
         with self._lock:
             self._file.close()

@@ -13,7 +13,8 @@ from rlpipe.contexts import (Context, ContextFieldError, OfflineRLContext, Onlin
 
 def test_public_names():
     assert rlpipe.contexts.__all__ == [
-        "Context", "ContextFieldError", "OfflineRLContext", "OnlineRLContext", "field_names",
+        "Context", "ContextFieldError", "MultiAgentRLContext", "OfflineRLContext",
+        "OnlineRLContext", "field_names",
     ]
 
 

@@ -20,7 +20,7 @@ from rlpipe.envs import (
 def test_all_lists_the_public_names():
     assert sorted(envs.__all__) == [
         "BatchObs", "EnvFailureError", "EnvManager", "MaskObservation", "MissingDependencyError",
-        "StepResult",
+        "MultiAgentEnvManager", "MultiAgentStepResult", "StepResult",
         "UnknownEnvError", "empty_segments", "flat_mask", "mask_segments", "obs_to_tree",
         "register_env", "registered_envs", "sample_valid_actions", "unregister_env",
     ]

@@ -71,3 +71,29 @@ def test_a_finish_set_after_it_is_caught_at_the_finish_event():
 def test_without_an_evaluator_nothing_is_asked():
     ctx, evaluated = _run([train, final_evaluation()], max_step=2)
     assert evaluated == [] and ctx.last_eval_iter == -1
+
+
+
+def test_the_evaluation_that_reached_stop_value_keeps_its_row_and_line(tmp_path, caplog):
+    """The evaluator reaches stop_value at the start of an iteration, the iteration trains on,
+    and the final weights are evaluated too: both evaluations are in metrics.jsonl and the log,
+    each with its own train_iter (the later one no longer hides the one that stopped the run)."""
+    import logging
+
+    from rlpipe.middleware import online_logger, read_metrics
+
+    c = cfg(eval_freq=1000)
+    c.env.stop_value = 5.0  # _GreedyEval's return: the first evaluation reaches it
+    with caplog.at_level(logging.INFO, logger="rlpipe.middleware.evaluator"):
+        ctx, evaluated = _run([interaction_evaluator(c, _GreedyEval(), FakeEnvManager()), train,
+                               final_evaluation(), online_logger(run_dir=tmp_path,
+                                                                 tensorboard=False)],
+                              max_step=5)
+    assert evaluated == [0, 4] and ctx.train_iter == 4
+    rows = [(r["train_iter"], r["eval/return_mean"]) for r in read_metrics(tmp_path)
+            if "eval/return_mean" in r]
+    assert rows == [(0, 5.0), (4, 5.0)]
+    lines = [m for m in caplog.messages if "mean return" in m]
+    assert sum("reached stop_value" in m for m in caplog.messages) == 1
+    assert [m.split(",")[0] for m in lines] == ["final eval at train_iter 4",
+                                                "eval at train_iter 0"]
