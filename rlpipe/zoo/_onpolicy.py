@@ -80,12 +80,15 @@ def build_onpolicy(cfg: Any, policy_cls: Any) -> Pipeline:
 
 
 def _multi_agent_manager() -> Any:
-    """rlpipe.envs.MultiAgentEnvManager (PettingZoo parallel envs, agents as an array axis)."""
-    import rlpipe.envs as envs
-    manager = getattr(envs, "MultiAgentEnvManager", None)
-    if manager is None:
-        raise ImportError("a multi-agent policy needs rlpipe.envs.MultiAgentEnvManager (PettingZoo "
-                          "parallel envs), which this rlpipe lacks; update rlpipe")
+    """make_envs' manager for multi-agent policies: rlpipe.envs.MultiAgentEnvManager, given the
+    env section's settings it takes (mode "auto" is "sync": PettingZoo envs are cheap steps)."""
+    from rlpipe.envs import MultiAgentEnvManager
+
+    def manager(env: Any, mode: str = "sync", action_mask_fn: Any = None, **kwargs: Any) -> Any:
+        if action_mask_fn is not None:
+            raise ValueError("env.action_mask_fn is for single-agent envs; a PettingZoo env gives "
+                             "its masks in obs['action_mask'] or info['action_mask']")
+        return MultiAgentEnvManager(env, mode="sync" if mode == "auto" else mode, **kwargs)
     return manager
 
 
