@@ -8,7 +8,8 @@ import numpy as np
 
 def compute_gae(rewards: Any, values: Any, next_values: Any, terminated: Any, truncated: Any,
                 gamma: float, lam: float, valid: Optional[Any] = None) -> Tuple[np.ndarray, np.ndarray]:
-    """GAE(lambda) advantages and returns over a rollout of T steps (arrays [T] or [T, N]).
+    """GAE(lambda) advantages and returns over a rollout of T steps (arrays [T] or [T, N, ...];
+    trailing dims such as an agent axis [T, N, A] are independent rows).
 
     - `values[t]` = V(obs_t); `next_values[t]` = V(true next obs of step t). For a truncated
       step that is the value of the true final observation, not of the next episode's first.
@@ -29,7 +30,7 @@ def compute_gae(rewards: Any, values: Any, next_values: Any, terminated: Any, tr
     shapes = {"rewards": r.shape, "values": v.shape, "next_values": nv.shape,
               "terminated": term.shape, "truncated": done.shape}
     if len(set(shapes.values())) != 1:
-        raise ValueError(f"compute_gae: all inputs need the same shape [T] or [T, N], got {shapes}")
+        raise ValueError(f"compute_gae: all inputs need the same shape [T] or [T, N, ...], got {shapes}")
     ok = np.ones(r.shape, bool) if valid is None else np.asarray(valid, dtype=bool)
     if ok.shape != r.shape:
         raise ValueError(f"compute_gae: valid has shape {ok.shape}, expected {r.shape}")

@@ -10,8 +10,11 @@ from ._gae import compute_gae
 from ._rollout_chunks import chunk_minibatches, rollout_chunks
 from ._tree import Path, as_rows, flatten, path_name, unflatten
 
-ValueFn = Callable[[Any], Any]
-_NOT_IN_BATCH = ("next_obs", "next_value", "valid")
+ValueFn = Callable[..., Any]
+_NOT_IN_BATCH = ("next_obs", "next_value", "valid", "next_global_state", "next_agent_mask")
+# Multi-agent steps: a row mask over the trailing agent axis, and what V needs beside obs.
+_ROW_MASK = "agent_mask"
+_VALUE_INPUTS = ("global_state", "agent_mask")
 _REQUIRED = ("reward", "terminated", "truncated")
 _COMPUTED = (("advantage",), ("return",))
 
@@ -33,6 +36,15 @@ class RolloutStorage:
     truncated, and after the last step, `value_fn(next_obs rows)` gives it (one batched call).
     A terminated step does not bootstrap. Rewards, values and next values enter the estimate
     as float32 (what policies output); `compute_gae` works in float64.
+
+    Agent axis (multi-agent steps): reward, terminated, truncated, value ... may have trailing
+    batch dims beyond [n_envs] (e.g. [n_envs, A]); GAE then runs per (env, agent). A step's
+    "agent_mask" (bool, same shape as reward) marks the rows that are real transitions (a gone
+    agent's rows are not; they get advantage 0 and cut its recursion), and an agent that is not
+    done but absent in the next row bootstraps from `value_fn(next_obs)`. Each `value_fn` call
+    then gets env rows [k, A, ...] and returns [k, A]; where the steps carry "global_state" /
+    "agent_mask" they are passed as keywords (their "next_" forms with next_obs). The batch
+    keeps env rows (valid ones) with the agent axis.
     """
 
     def __init__(self, n_steps: int, n_envs: int, reward_scale: float = 1.0) -> None:
@@ -136,44 +148,84 @@ class RolloutStorage:
         if self._t == 0 or self._arrays is None:
             raise RuntimeError("RolloutStorage.compute: no steps added yet")
         a, T, N = self._arrays, self._t, self.n_envs
+        shape = (T, N) + self._extra()
         if ("value",) not in a:
-            obs = self._select("obs", lambda arr: arr[:T].reshape((T * N,) + arr.shape[2:]))
-            values = np.zeros((self.n_steps, N), np.float32)
-            values[:T] = _call(value_fn, obs, T * N, "the observations (the steps carry no 'value')"
-                               ).reshape(T, N)
+            pick = lambda arr: arr[:T].reshape((T * N,) + arr.shape[2:])  # noqa: E731
+            obs = self._select("obs", pick)
+            values = np.zeros((self.n_steps,) + shape[1:], np.float32)
+            values[:T] = _call(value_fn, obs, T * N, shape[2:], self._value_inputs("", pick),
+                               "the observations (the steps carry no 'value')").reshape(shape)
             a[("value",)] = values
             self._computed_paths.add(("value",))
-        values = a[("value",)][:T].reshape(T, N).astype(np.float32)
-        valid = a[("valid",)][:T] if ("valid",) in a else None
-        adv, ret = compute_gae(a[("reward",)][:T].reshape(T, N), values,
+        values = a[("value",)][:T].reshape(shape).astype(np.float32)
+        valid = self._row_mask()
+        adv, ret = compute_gae(a[("reward",)][:T].reshape(shape), values,
                                self._next_values(values, value_fn),
-                               a[("terminated",)][:T].reshape(T, N),
-                               a[("truncated",)][:T].reshape(T, N), gamma, lam, valid=valid)
+                               a[("terminated",)][:T].reshape(shape),
+                               a[("truncated",)][:T].reshape(shape), gamma, lam, valid=valid)
         for path, arr in zip(_COMPUTED, (adv, ret)):
-            a.setdefault(path, np.zeros((self.n_steps, N), np.float32))[:T] = arr
+            a.setdefault(path, np.zeros((self.n_steps,) + shape[1:], np.float32))[:T] = arr
             self._computed_paths.add(path)
         self._computed = True
 
-    def _next_values(self, values: np.ndarray, value_fn: Optional[ValueFn]) -> np.ndarray:
-        """V(true next obs) per row, float32 [T, n_envs]: the next row's value while the episode
-        goes on, `value_fn(next_obs)` for truncated steps and the last step (one call)."""
+    def _extra(self) -> tuple:
+        """The trailing batch dims beyond [n_envs] (the agent axis: (A,)), from the rewards."""
+        assert self._arrays is not None
+        return self._arrays[("reward",)].shape[2:]
+
+    def _row_mask(self) -> Optional[np.ndarray]:
+        """Which rows are transitions, [T, n_envs, *extra] (None: all): "valid" (env rows)
+        and, with an agent axis, "agent_mask"."""
         a, T = self._arrays, self._t
         assert a is not None
+        valid = a[("valid",)][:T].astype(bool) if ("valid",) in a else None
+        if (_ROW_MASK,) not in a:
+            return valid
+        rows = a[(_ROW_MASK,)][:T].astype(bool)
+        if valid is None:
+            return rows
+        return rows & valid.reshape(valid.shape + (1,) * (rows.ndim - valid.ndim))
+
+    def _value_inputs(self, prefix: str, pick: Callable[[np.ndarray], np.ndarray]) -> Dict[str, Any]:
+        """Keywords of `value_fn` beside the observations: the steps' global_state/agent_mask
+        (`prefix` "next_": their next_ forms), picked at the same rows."""
+        assert self._arrays is not None
+        out = {}
+        for key in _VALUE_INPUTS:
+            name = prefix + key if any(p[0] == prefix + key for p in self._arrays) else key
+            if any(p[0] == name for p in self._arrays):
+                out[key] = self._select(name, pick)
+        return out
+
+    def _next_values(self, values: np.ndarray, value_fn: Optional[ValueFn]) -> np.ndarray:
+        """V(true next obs) per row, float32 [T, n_envs, *extra]: the next row's value while the
+        episode goes on, `value_fn(next_obs)` for truncated steps and the last step (and, with
+        an agent axis, an agent not done but absent from the next row), in one call."""
+        a, T = self._arrays, self._t
+        assert a is not None
+        shape = (T, self.n_envs) + self._extra()
         if ("next_value",) in a:
-            return a[("next_value",)][:T].reshape(T, self.n_envs).astype(np.float32)
-        term = a[("terminated",)][:T].reshape(T, self.n_envs).astype(bool)
-        trunc = a[("truncated",)][:T].reshape(T, self.n_envs).astype(bool)
-        valid = (a[("valid",)][:T].astype(bool) if ("valid",) in a
-                 else np.ones((T, self.n_envs), bool))
-        next_values = np.zeros((T, self.n_envs), np.float32)
+            return a[("next_value",)][:T].reshape(shape).astype(np.float32)
+        term = a[("terminated",)][:T].reshape(shape).astype(bool)
+        trunc = a[("truncated",)][:T].reshape(shape).astype(bool)
+        valid = self._row_mask()
+        valid = np.ones(shape, bool) if valid is None else np.broadcast_to(valid, shape)
+        next_values = np.zeros(shape, np.float32)
         next_values[:-1] = values[1:]  # obs[t + 1] is next_obs[t] while the episode goes on
         need = ~term & valid & trunc
+        if (_ROW_MASK,) in a:  # gone from the next row without an end of its own: bootstrap
+            need[:-1] |= ~term[:-1] & valid[:-1] & ~valid[1:]
         need[-1] = ~term[-1] & valid[-1]
         if need.any():
-            t_idx, e_idx = np.nonzero(need)
-            obs = self._select("next_obs", lambda arr: arr[t_idx, e_idx])
-            next_values[t_idx, e_idx] = _call(value_fn, obs, t_idx.shape[0],
-                                              "the next observation of truncated and last steps")
+            rows = need.reshape(T, self.n_envs, -1).any(-1)  # env rows with an agent to value
+            t_idx, e_idx = np.nonzero(rows)
+            pick = lambda arr: arr[t_idx, e_idx]  # noqa: E731
+            got = _call(value_fn, self._select("next_obs", pick), t_idx.shape[0], shape[2:],
+                        self._value_inputs("next_", pick),
+                        "the next observation of truncated and last steps")
+            sel = need[t_idx, e_idx]
+            next_values[t_idx, e_idx] = np.where(sel, got.reshape(sel.shape),
+                                                 next_values[t_idx, e_idx])
         return next_values
 
     def _select(self, key: str, pick: Callable[[np.ndarray], np.ndarray]) -> Any:
@@ -257,15 +309,23 @@ class RolloutStorage:
         return reward if self.reward_scale == 1 else reward * self.reward_scale
 
 
-def _call(value_fn: Optional[ValueFn], obs: Any, n: int, what: str) -> np.ndarray:
-    """`value_fn(obs)` as a flat float32 array of n values, or an error saying what is wrong."""
+def _call(value_fn: Optional[ValueFn], obs: Any, n: int, extra: tuple, kwargs: Mapping[str, Any],
+          what: str) -> np.ndarray:
+    """`value_fn(obs, **kwargs)` as a flat float32 array of n·prod(extra) values (one per row
+    and agent), or an error saying what is wrong."""
     if value_fn is None:
         raise ValueError(f"RolloutStorage.compute: value_fn is needed for the values of {what}; "
                          "pass value_fn=<obs batch -> values>, or add 'value' (and 'next_value') "
                          "to every step")
-    got = np.asarray(value_fn(obs), dtype=np.float32).reshape(-1)
-    if got.shape[0] != n:
+    got = np.asarray(value_fn(obs, **kwargs), dtype=np.float32).reshape(-1)
+    want = n * int(np.prod(extra, dtype=np.int64))
+    if got.shape[0] != want:
+        per = f" of {extra[0]} agents" if len(extra) == 1 else ""
         raise ValueError(f"RolloutStorage.compute: value_fn returned {got.shape[0]} values for "
+                         f"{n} observation rows{per}; it must return one value per row "
+                         f"(and agent: shape [rows, {', '.join(map(str, extra))}])"
+                         if extra else
+                         f"RolloutStorage.compute: value_fn returned {got.shape[0]} values for "
                          f"{n} observations; it must return one value per row")
     return got
 

@@ -43,9 +43,14 @@ def rollout_to_batch(steps: List[Dict[str, Any]], gamma: float, lam: float,
     observation is the next step's "value" while the episode goes on; for a truncated step and
     for the last step of the rollout it is `value_fn(next_obs)` (the true final observation
     at an episode end), all in one batched call; a terminated step does not bootstrap.
-    Steps without "value" get `value_fn(obs)`. Rewards are multiplied by `reward_scale` before
+    Steps without "value" get `value_fn(obs)`. Multi-agent steps ([N, A] rewards, with
+    agent_mask and global_state) get GAE per (env, agent) row, `value_fn(obs, global_state=,
+    agent_mask=)` returning [rows, A] (RolloutStorage); keys whose value is None (an env without
+    a global state) are left out. Rewards are multiplied by `reward_scale` before
     the estimate (the batch's "reward" too), so values and returns are in scaled units.
     """
+    if any(v is None for v in steps[0].values()):  # e.g. global_state of an env without one
+        steps = [{k: v for k, v in step.items() if v is not None} for step in steps]
     try:
         store = RolloutStorage.from_steps(steps, reward_scale)
     except KeyError as err:

@@ -6,6 +6,7 @@ from .conv import ConvTrunk
 from ._inputs import batch_rows, obs_as_tensor
 from .encoder import Encoder, MultiPartEncoder, build_encoder
 from .mlp import MLP
+from .multi_agent import MultiAgentActorCritic
 from .q_network import QNetwork
 from .value import ValueNetwork
 
@@ -16,6 +17,7 @@ __all__ = [
     "Encoder",
     "GaussianActor",
     "MLP",
+    "MultiAgentActorCritic",
     "MultiPartEncoder",
     "ObservationShapeError",
     "QNetwork",

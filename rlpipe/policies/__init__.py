@@ -7,6 +7,7 @@ from .cql import CQLPolicy
 from .discrete_cql import DiscreteCQLPolicy
 from .dqn import DQNPolicy
 from .iql import IQLPolicy
+from .mappo import IPPOPolicy, MAPPOPolicy
 from .ppo import PPOPolicy
 from .random_policy import RandomPolicy
 from .registry import UnknownPolicyError, get_policy, policy_names, register_policy
@@ -21,8 +22,10 @@ __all__ = [
     "DQNPolicy",
     "DiscreteCQLPolicy",
     "EvalMode",
+    "IPPOPolicy",
     "IQLPolicy",
     "LearnMode",
+    "MAPPOPolicy",
     "ObservationShapeError",
     "PPOPolicy",
     "Policy",

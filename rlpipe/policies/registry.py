@@ -18,6 +18,7 @@ from .cql import CQLPolicy
 from .discrete_cql import DiscreteCQLPolicy
 from .dqn import DQNPolicy
 from .iql import IQLPolicy
+from .mappo import IPPOPolicy, MAPPOPolicy
 from .ppo import PPOPolicy
 from .random_policy import RandomPolicy
 from .sac import SACPolicy
@@ -32,6 +33,7 @@ _REGISTRY.update({"dqn": DQNPolicy, "ppo": PPOPolicy, "random": RandomPolicy})
 _REGISTRY.update({"sac": SACPolicy, "td3": TD3Policy})  # continuous control
 _REGISTRY.update({"bc": BCPolicy, "iql": IQLPolicy, "td3-bc": TD3BCPolicy})  # offline RL
 _REGISTRY.update({"cql": CQLPolicy, "discrete-cql": DiscreteCQLPolicy})
+_REGISTRY.update({"mappo": MAPPOPolicy, "ippo": IPPOPolicy})  # multi-agent
 
 
 class UnknownPolicyError(KeyError):

@@ -64,8 +64,9 @@ def mask_settings(env_cfg: Any) -> dict:
                 action_mask_fn=env_cfg.get("action_mask_fn"))
 
 
-def make_envs(cfg: Any) -> tuple:
-    """The collector's and the evaluator's env managers. In a process of a distributed run that
+def make_envs(cfg: Any, manager: Any = EnvManager) -> tuple:
+    """The collector's and the evaluator's env managers (`manager`: the class, e.g.
+    MultiAgentEnvManager for a multi-agent policy). In a process of a distributed run that
     does not collect (or evaluate), that one is a single in-process env: it only gives the
     spaces the policy is built from, so no env worker is started for nothing."""
     env_cfg = cfg.env
@@ -73,13 +74,13 @@ def make_envs(cfg: Any) -> tuple:
                   env_kwargs=dict(env_cfg.env_kwargs) or None,
                   max_restarts=env_cfg.max_restarts, restart_window=env_cfg.restart_window,
                   **mask_settings(env_cfg))
-    spaces_only = dict(common, mode="sync", step_timeout=None)
-    collector_env = EnvManager(env_cfg.id, n_envs=env_cfg.n_envs, seed=cfg.seed, **common) \
-        if task.serves(Role.COLLECTOR) else EnvManager(env_cfg.id, seed=cfg.seed, **spaces_only)
+    spaces_only = dict(common, n_envs=1, mode="sync", step_timeout=None)
+    collector_env = manager(env_cfg.id, n_envs=env_cfg.n_envs, seed=cfg.seed, **common) \
+        if task.serves(Role.COLLECTOR) else manager(env_cfg.id, seed=cfg.seed, **spaces_only)
     try:
-        evaluator_env = EnvManager(env_cfg.id, n_envs=env_cfg.eval_n_envs,
-                                   seed=cfg.seed + 10_000, **common) \
-            if task.serves(Role.EVALUATOR) else EnvManager(env_cfg.id, **spaces_only)
+        evaluator_env = manager(env_cfg.id, n_envs=env_cfg.eval_n_envs,
+                                seed=cfg.seed + 10_000, **common) \
+            if task.serves(Role.EVALUATOR) else manager(env_cfg.id, **spaces_only)
     except BaseException:
         collector_env.close()
         raise

@@ -7,6 +7,7 @@ from easydict import EasyDict
 
 from rlpipe.config import merge_config
 from rlpipe.config_checks import check_config
+from rlpipe.envs import EnvManager
 from rlpipe.middleware import (StepCollector, gae_estimator, interaction_evaluator,
                                multistep_trainer)
 
@@ -59,7 +60,8 @@ def resolve_config(policy_cls: Any, entry_config: Mapping,
 def build_onpolicy(cfg: Any, policy_cls: Any) -> Pipeline:
     """Envs, policy, collector and (resumed) context of the on-policy pipeline, and its
     middleware: evaluator → StepCollector → gae_estimator → multistep_trainer → the run's tail."""
-    collector_env, evaluator_env = envs = make_envs(cfg)
+    manager = _multi_agent_manager() if getattr(policy_cls, "multi_agent", False) else EnvManager
+    collector_env, evaluator_env = envs = make_envs(cfg, manager)
     with closed_on_error(envs):
         policy = make_policy(cfg, policy_cls, collector_env)
         collector = StepCollector(cfg, policy.collect_mode, collector_env)
@@ -75,6 +77,19 @@ def build_onpolicy(cfg: Any, policy_cls: Any) -> Pipeline:
         use_run_tail(task, cfg, policy, run_state)
 
     return Pipeline(ctx, install, envs)
+
+
+def _multi_agent_manager() -> Any:
+    """make_envs' manager for multi-agent policies: rlpipe.envs.MultiAgentEnvManager, given the
+    env section's settings it takes (mode "auto" is "sync": PettingZoo envs are cheap steps)."""
+    from rlpipe.envs import MultiAgentEnvManager
+
+    def manager(env: Any, mode: str = "sync", action_mask_fn: Any = None, **kwargs: Any) -> Any:
+        if action_mask_fn is not None:
+            raise ValueError("env.action_mask_fn is for single-agent envs; a PettingZoo env gives "
+                             "its masks in obs['action_mask'] or info['action_mask']")
+        return MultiAgentEnvManager(env, mode="sync" if mode == "auto" else mode, **kwargs)
+    return manager
 
 
 def run_onpolicy(cfg: Any, policy_cls: Any) -> Dict[str, Any]:

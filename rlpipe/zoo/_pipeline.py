@@ -45,6 +45,14 @@ def make_policy(cfg: Any, policy_cls: Any, env: Any) -> Any:
     when `policy.seed` is None."""
     if cfg.policy.get("seed", 0) is None:
         cfg.policy.seed = cfg.seed
+    if getattr(policy_cls, "multi_agent", False):  # agents are an axis: n_agents, global state
+        if not hasattr(env, "n_agents"):
+            raise ValueError(f"{policy_cls.__name__} is a multi-agent policy, but env "
+                             f"{cfg.env.get('id')!r} is a single-agent env; give it a PettingZoo "
+                             "parallel env (a registered name such as 'mpe2/simple_spread_v3' or "
+                             "'module:factory'), or use a single-agent algorithm such as ppo")
+        return policy_cls(cfg.policy, env.observation_space, env.action_space,
+                          n_agents=env.n_agents, state_space=env.state_space)
     return policy_cls(cfg.policy, env.observation_space, env.action_space)
 
 

@@ -66,7 +66,7 @@ def test_list_shows_whole_first_sentences(capsys):
     assert line.rstrip().endswith("within 50k env steps.")  # the sentence runs onto a 2nd line
     pong = next(ln for ln in out.splitlines() if ln.startswith("pong-dqn"))
     assert pong.count("(") == pong.count(")")
-    assert "--algo {dqn,ppo,sac,td3}" in out
+    assert "--algo {dqn,ippo,mappo,ppo,sac,td3}" in out
 
 
 def test_first_sentence_joins_lines_and_stops_at_the_full_stop():

@@ -1,0 +1,350 @@
+"""MAPPO and IPPO: PPO's clipped objective over (env, agent) rows (Yu et al. 2022, "The Surprising
+Effectiveness of PPO in Cooperative Multi-Agent Games"; de Witt et al. 2020 for IPPO).
+
+The agents share one actor (an agent-id one-hot joins the observation) unless share_params is off.
+MAPPO's critic reads the global state (or, without one, every agent's observation), IPPO's the
+agent's own observation (models/multi_agent.py).
+
+collect (acting copy), per env row b and agent i:  a ~ π_old(·|o_i),  logp = log π_old(a|o_i),
+  value = V_old(critic input of i)  → "action" [n, A, ...], "logp" [n, A], "value" [n, A].
+gae_estimator gives, per (env, agent) row, adv = GAE(γ, λ) and return = adv + value; rows of
+absent agents (agent_mask False) carry nothing.
+
+learn, per rollout: `epoch_per_collect` passes over `n_minibatches` shuffled minibatches of env
+rows; with w = agent_mask (absent agents weigh 0 in every mean, and in the advantage statistics):
+  ratio  = exp(log π(a|o) − logp),  A = adv (normalised over the present rows when adv_norm)
+  L_clip = Σ w·max(−A·ratio, −A·clip(ratio, 1 ± ε)) / Σ w
+  value normalisation (ValueNorm): the critic learns returns normalised by a running mean/std
+  of the returns it has seen (an exact running moment, where the paper keeps a debiased EMA);
+  L_V    = Σ w·max(ℓ(V − R̂), ℓ(V_old + clip(V − V_old, ±c) − R̂)) / Σ w, ℓ = Huber(δ) or ½x²
+  loss   = L_clip + value_coef·L_V − entropy_coef·Σ w·H[π] / Σ w
+then one Adam step; actor and critic gradient norms are clipped to grad_clip separately.
+"""
+from __future__ import annotations
+
+import copy
+import threading
+from typing import Any, Dict, Mapping, Optional
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn.functional as F
+from easydict import EasyDict
+from torch import nn
+
+from rlpipe.data import to_torch
+from rlpipe.models import batch_rows, obs_as_tensor
+from rlpipe.models.multi_agent import MultiAgentActorCritic, agent_rows
+
+from ._agents import agent_action_mask, masked_mean, present_mask, zero_absent
+from ._common import adam, clone_state, extend_config, hard_update, resolve_device
+from ._masks import masked_categorical, masked_mode
+from .base import Policy, _CollectFace
+
+__all__ = ["IPPOPolicy", "MAPPOPolicy"]
+
+_ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU}
+_STATS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_frac", "actor_grad_norm",
+          "critic_grad_norm")
+_STATE_KEYS = {"model", "acting", "optimizer", "train_iter", "collect_rng", "learn_rng"}
+
+
+class _MultiAgentCollectFace(_CollectFace):
+    """collect_mode with `value(obs, global_state=, agent_mask=) -> [n, A]` for gae_estimator."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, policy: "MAPPOPolicy") -> None:
+        super().__init__(policy)
+        self.value = policy.value
+
+
+class MAPPOPolicy(Policy):
+    """Multi-agent PPO with a centralised critic (global state, or all agents' observations)."""
+
+    pipeline = "on-policy"
+    multi_agent = True  # built with n_agents/state_space; faces take agent_mask/global_state
+    supports_action_mask = True
+    mask_space_types = (gym.spaces.Discrete, gym.spaces.MultiDiscrete)
+    obs_space_types = (gym.spaces.Box, gym.spaces.Dict, gym.spaces.Tuple, gym.spaces.Discrete,
+                       gym.spaces.MultiDiscrete)
+    action_space_types = (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary,
+                          gym.spaces.Box)
+    space_hint = "MAPPO/IPPO act in Discrete(n), 1-D MultiDiscrete/MultiBinary or 1-D Box spaces."
+    critic_inputs = ("auto", "state", "concat_obs")  # "auto": state where the env has one
+
+    @classmethod
+    def default_config(cls) -> EasyDict:
+        # Yu et al. 2022, appendix tables for MPE (common and MAPPO hyperparameters): lr 7e-4 for
+        # actor and critic, Adam eps 1e-5, 64-unit ReLU MLPs, orthogonal init (policy gain 0.01),
+        # ppo epochs 10, 1 mini-batch, clip 0.2 (policy and value), entropy 0.01, γ 0.99,
+        # GAE λ 0.95, Huber value loss δ 10, value coef 1, max grad norm 10, value normalisation.
+        return EasyDict(
+            device="cpu",             # learner device: "cpu", "cuda" or "auto"
+            seed=None,                # seeds network init, action sampling and minibatch order
+            model=dict(
+                hidden=(64, 64),      # MLP layers of the actor and of the critic
+                activation="relu",    # "tanh", "relu" or "elu"
+                agent_id=True,        # join a one-hot agent id to the inputs (shared params)
+                share_params=True,    # one actor and one critic for all agents
+                critic_input="auto",  # "auto" | "state" | "concat_obs" (IPPO: "local")
+                init_log_std=0.0,     # Box actions: initial log-std of the Gaussian
+                value_norm=True,      # ValueNorm: running mean/std of the return targets
+            ),
+            learn=dict(
+                lr=7e-4,              # actor's Adam learning rate
+                critic_lr=7e-4,       # critic's Adam learning rate
+                epoch_per_collect=10,  # passes over each rollout
+                n_minibatches=1,      # minibatches (of env rows) per pass
+                gamma=0.99,           # discount (read by gae_estimator)
+                gae_lambda=0.95,      # GAE λ (read by gae_estimator)
+                reward_scale=1.0,     # rewards × this before GAE (read by gae_estimator)
+                clip_ratio=0.2,       # ε of the clipped objective
+                value_clip=0.2,       # c: clip the (normalised) value's change (None: no clip)
+                value_loss="huber",   # "huber" or "mse"
+                huber_delta=10.0,     # δ of the Huber value loss
+                value_coef=1.0,       # weight of the value loss
+                entropy_coef=0.01,    # weight of the entropy bonus
+                adv_norm=True,        # normalise advantages over each minibatch's present rows
+                grad_clip=10.0,       # max grad norm, actor and critic each (None: no clipping)
+            ),
+            collect=dict(device="cpu"),  # where the acting copy lives
+        )
+
+    def __init__(self, cfg: Mapping | None, obs_space: gym.Space, action_space: gym.Space, *,
+                 n_agents: int, state_space: Optional[gym.Space] = None) -> None:
+        super().__init__(cfg, obs_space, action_space)
+        c = self.cfg
+        self._check_cfg()
+        self.n_agents, self.state_space = int(n_agents), state_space
+        critic = c.model.critic_input
+        if critic == "auto":
+            critic = "state" if state_space is not None else "concat_obs"
+        self.critic_input = critic
+        self.device = resolve_device(c.device)
+        self.collect_device = resolve_device(c.collect.device)
+        self.discrete = isinstance(action_space, gym.spaces.Discrete)
+        self.box = isinstance(action_space, gym.spaces.Box)
+        self.action_offset: Any = 0
+        if self.discrete:
+            self.action_offset = int(action_space.start)
+        elif isinstance(action_space, gym.spaces.MultiDiscrete):
+            self.action_offset = np.asarray(action_space.start)
+        with torch.random.fork_rng(devices=[]):  # seed our init without touching global RNG
+            if c.seed is not None:
+                torch.manual_seed(c.seed)
+            m = c.model
+            self.model = MultiAgentActorCritic(
+                obs_space, action_space, self.n_agents, m.hidden, _ACTIVATIONS[m.activation],
+                critic_input=critic, state_space=state_space, agent_id=m.agent_id,
+                share_params=m.share_params, init_log_std=m.init_log_std, value_norm=m.value_norm)
+        self.model.to(self.device)
+        self.acting = copy.deepcopy(self.model).to(self.collect_device).requires_grad_(False)
+        self._actor_params = self.model.actor_parameters()
+        self._critic_params = self.model.critic_parameters()
+        self.optimizer = adam([{"params": self._actor_params, "lr": c.learn.lr},
+                               {"params": self._critic_params, "lr": c.learn.critic_lr}],
+                              c.learn.lr, self.device, eps=1e-5)
+        seed = c.seed if c.seed is not None else int(torch.randint(2**62, ()).item())
+        self._collect_rng = torch.Generator(self.collect_device).manual_seed(seed)
+        self._learn_rng = torch.Generator().manual_seed(seed + 1)
+        self._lock = threading.Lock()  # a learn step's weight update vs refresh / eval / state
+        self._collect_face = _MultiAgentCollectFace(self)
+
+    def _check_cfg(self) -> None:
+        learn, model, name = self.cfg.learn, self.cfg.model, type(self).__name__
+        if model.critic_input not in self.critic_inputs:
+            raise ValueError(f"{name}: policy.model.critic_input must be one of "
+                             f"{self.critic_inputs}, got {model.critic_input!r}")
+        for key, value, allowed in (("model.activation", model.activation, sorted(_ACTIVATIONS)),
+                                    ("learn.value_loss", learn.value_loss, ["huber", "mse"])):
+            if value not in allowed:
+                raise ValueError(f"{name}: policy.{key} must be one of {allowed}, got {value!r}")
+        for key in ("epoch_per_collect", "n_minibatches"):
+            if not isinstance(learn[key], int) or learn[key] < 1:
+                raise ValueError(f"{name}: policy.learn.{key} must be an int >= 1, "
+                                 f"got {learn[key]!r}")
+        for key in ("lr", "critic_lr", "clip_ratio", "huber_delta", "value_clip", "grad_clip"):
+            if learn[key] is not None and not learn[key] > 0:
+                raise ValueError(f"{name}: policy.learn.{key} must be > 0 (or None where "
+                                 f"allowed), got {learn[key]!r}")
+
+    def _to_env(self, raw: torch.Tensor, B: int) -> np.ndarray:
+        """Network actions over B·A rows → env actions [B, A, ...]."""
+        a = raw.cpu().numpy().reshape((B, self.n_agents) + tuple(raw.shape[1:]))
+        if self.box:
+            return np.clip(a, self.action_space.low, self.action_space.high)
+        return (a.astype(np.int64) + self.action_offset).astype(self.action_space.dtype)
+
+    # --- collect / eval --------------------------------------------------------------------------
+    def _forward_collect(self, obs: Any, agent_mask: Any = None, global_state: Any = None,
+                         action_mask: Any = None) -> Dict[str, np.ndarray]:
+        dev, B = self.collect_device, batch_rows(obs)
+        present = present_mask(self, obs, agent_mask, dev, "collect")
+        mask = agent_action_mask(self.action_space, action_mask, present, "collect")
+        obs_t = obs_as_tensor(obs, dev)
+        state = None if global_state is None else obs_as_tensor(global_state, dev)
+        with torch.inference_mode():
+            dist = masked_categorical(self.acting.dist(obs_t), mask)
+            value = self.acting.denormalize(self.acting.value(obs_t, state, present))
+            if self.discrete:
+                raw = torch.multinomial(dist.probs, 1, generator=self._collect_rng).squeeze(1)
+            elif not self.box:
+                raw = dist.sample_with(self._collect_rng)
+            else:
+                normal = dist.base_dist
+                noise = torch.randn(normal.loc.shape, generator=self._collect_rng, device=dev)
+                raw = normal.loc + normal.scale * noise
+            logp = dist.log_prob(raw).reshape(B, self.n_agents)
+        out = {"action": self._to_env(raw, B), "logp": logp.cpu().numpy(),
+               "value": value.cpu().numpy()}
+        if self.box:  # the learner takes the unclipped sample whose logp was stored
+            out["raw_action"] = raw.cpu().numpy().reshape(out["action"].shape)
+        return out
+
+    def value(self, obs: Any, global_state: Any = None, agent_mask: Any = None) -> np.ndarray:
+        """V per agent of the acting copy, float32 [B, A], in return units."""
+        present = present_mask(self, obs, agent_mask, self.collect_device, "value")
+        state = None if global_state is None else obs_as_tensor(global_state, self.collect_device)
+        with torch.inference_mode():
+            v = self.acting.value(obs_as_tensor(obs, self.collect_device), state, present)
+            return self.acting.denormalize(v).cpu().numpy()
+
+    def _refresh(self) -> None:
+        with self._lock:
+            hard_update(self.acting, self.model)
+
+    def _forward_eval(self, obs: Any, agent_mask: Any = None, global_state: Any = None,
+                      action_mask: Any = None) -> Dict[str, np.ndarray]:
+        B = batch_rows(obs)
+        present = present_mask(self, obs, agent_mask, self.device, "eval")
+        mask = agent_action_mask(self.action_space, action_mask, present, "eval")
+        obs_t = obs_as_tensor(obs, self.device)
+        with self._lock, torch.inference_mode():
+            if mask is None:
+                action = self.model.mode(obs_t).flatten(0, 1)
+            else:  # the most likely valid action
+                action = masked_mode(masked_categorical(self.model.dist(obs_t), mask))
+        return {"action": self._to_env(action, B)}
+
+    # --- learn -----------------------------------------------------------------------------------
+    def _forward_learn(self, batch: Mapping[str, Any]) -> Dict[str, Any]:
+        c = self.cfg.learn
+        act_key = "raw_action" if "raw_action" in batch else "action"
+        keys = ["obs", act_key, "logp", "adv", "return", "agent_mask"]
+        keys += ["value"] * bool(c.value_clip) + ["global_state"] * (self.critic_input == "state")
+        missing = [k for k in keys if k not in batch]
+        if missing:
+            raise KeyError(f"{type(self).__name__} learn batch lacks {missing}; it has "
+                           f"{sorted(batch)}. Collect with a MultiAgentEnvManager (agent_mask, "
+                           "global_state) and this policy's collect_mode (logp, value), then "
+                           "gae_estimator (adv, return).")
+        keys += ["action_mask"] if "action_mask" in batch else []
+        b = to_torch({k: batch[k] for k in keys}, self.device)
+        w = b.pop("agent_mask").bool()
+        n = int(w.shape[0])
+        if n == 0 or not w.any():
+            raise ValueError(f"{type(self).__name__} learn batch has no present agent rows.")
+        b = zero_absent(b, w)  # what absent agents carry never reaches a number we use
+        b["action"] = self._net_action(b.pop(act_key))
+        if "action_mask" in b:
+            b["action_mask"] = b["action_mask"].bool() | ~w.unsqueeze(-1)
+        norm = self.model.value_norm
+        if norm is not None:  # the next critic targets are normalised with these statistics
+            with self._lock:
+                norm.update(b["return"][w])
+        stats = []
+        for _ in range(c.epoch_per_collect):
+            order = torch.randperm(n, generator=self._learn_rng).to(self.device)
+            stats += [self._update(b, w, idx)
+                      for idx in torch.tensor_split(order, min(c.n_minibatches, n))]
+        out: Dict[str, Any] = dict(zip(_STATS, torch.stack(stats).mean(0).tolist()))
+        out.update(n_updates=len(stats))
+        return out
+
+    def _net_action(self, action: torch.Tensor) -> torch.Tensor:
+        if self.box or isinstance(self.action_space, gym.spaces.MultiBinary):
+            return action.float()
+        return action.long() - torch.as_tensor(self.action_offset, device=action.device)
+
+    def _update(self, b: Dict[str, Any], w_all: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+        c, model = self.cfg.learn, self.model
+        w = w_all[idx]
+        obs = agent_rows(b["obs"], lambda t: t[idx])
+        state = b["global_state"][idx] if "global_state" in b else None
+        dist, value = model(obs, state, w)
+        if "action_mask" in b:
+            dist = masked_categorical(dist, b["action_mask"][idx].flatten(0, 1))
+        m = w.reshape(-1)
+        mean = masked_mean(m)
+        action = b["action"][idx].flatten(0, 1)
+        log_ratio = torch.where(m, dist.log_prob(action) - b["logp"][idx].reshape(-1), 0.0)
+        ratio = log_ratio.exp()
+        adv = b["adv"][idx].reshape(-1).float()
+        if c.adv_norm and int(m.sum()) > 1:
+            mu = mean(adv)
+            adv = (adv - mu) / (torch.sqrt(mean((adv - mu) ** 2)) + 1e-8)
+        policy_loss = mean(torch.max(-adv * ratio,
+                                     -adv * ratio.clamp(1.0 - c.clip_ratio, 1.0 + c.clip_ratio)))
+        value = value.reshape(-1)
+        ret = model.normalize(b["return"][idx].reshape(-1).float())
+        err = self._value_err(value - ret)
+        if c.value_clip is not None:  # the critic may not move further than c from its old value
+            old = model.normalize(b["value"][idx].reshape(-1).float())
+            err = torch.max(err, self._value_err(
+                old + (value - old).clamp(-c.value_clip, c.value_clip) - ret))
+        value_loss = mean(err)
+        entropy = mean(dist.entropy())
+        loss = policy_loss + c.value_coef * value_loss - c.entropy_coef * entropy
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        limit = float("inf") if c.grad_clip is None else c.grad_clip
+        actor_norm = nn.utils.clip_grad_norm_(self._actor_params, limit)
+        critic_norm = nn.utils.clip_grad_norm_(self._critic_params, limit)
+        with self._lock:
+            self.optimizer.step()
+            self.train_iter += 1
+        with torch.no_grad():
+            approx_kl = mean((ratio - 1.0) - log_ratio)
+            clip_frac = mean(((ratio - 1.0).abs() > c.clip_ratio).float())
+            return torch.stack([policy_loss, value_loss, entropy, approx_kl, clip_frac,
+                                actor_norm.float(), critic_norm.float()]).detach()
+
+    def _value_err(self, diff: torch.Tensor) -> torch.Tensor:
+        if self.cfg.learn.value_loss == "huber":
+            return F.huber_loss(diff, torch.zeros_like(diff), reduction="none",
+                                delta=self.cfg.learn.huber_delta)
+        return 0.5 * diff ** 2
+
+    # --- state -----------------------------------------------------------------------------------
+    def state_dict(self) -> Dict[str, Any]:
+        with self._lock:
+            return {"model": clone_state(self.model), "acting": clone_state(self.acting),
+                    "optimizer": copy.deepcopy(self.optimizer.state_dict()),
+                    "train_iter": self.train_iter, "collect_rng": self._collect_rng.get_state(),
+                    "learn_rng": self._learn_rng.get_state()}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        missing = _STATE_KEYS - set(state)
+        if missing:
+            raise KeyError(f"{type(self).__name__}.load_state_dict: the state lacks "
+                           f"{sorted(missing)}; it must come from its state_dict().")
+        with self._lock:
+            self.model.load_state_dict(state["model"])
+            self.acting.load_state_dict(state["acting"])
+            self.optimizer.load_state_dict(state["optimizer"])
+            self.train_iter = int(state["train_iter"])
+            self._collect_rng.set_state(state["collect_rng"].cpu())
+            self._learn_rng.set_state(state["learn_rng"].cpu())
+
+
+class IPPOPolicy(MAPPOPolicy):
+    """Independent PPO: MAPPO with each agent's critic on its own observation (and agent id)."""
+
+    critic_inputs = ("local",)
+
+    @classmethod
+    def default_config(cls) -> EasyDict:
+        return extend_config(MAPPOPolicy.default_config(), {"model": {"critic_input": "local"}})
+
