@@ -207,7 +207,9 @@ def _cmd_list(args: argparse.Namespace) -> int:
         return 0
     for name in list_entries():
         print(f"{name:28s} {first_sentence(get_entry(name).module.__doc__ or '')}")
-    print(f"\nany env: rlpipe train --algo {{{','.join(trainable_names())}}} --env ENV")
+    print(f"\nany env: rlpipe train --algo {{{','.join(trainable_names('online'))}}} --env ENV")
+    print(f"a data set: rlpipe train --algo {{{','.join(trainable_names('offline'))}}} "
+          f"--dataset ID (see rlpipe dataset --help)")
     print("which algorithm takes which spaces: rlpipe list --spaces")
     return 0
 

@@ -69,18 +69,6 @@ def _exchange_examples(mw, cfg, policy):
         close()
 
 
-class _Dataset:
-    """Stands in for an OfflineDataset: nothing is sampled."""
-
-    epoch = 0
-
-    def __len__(self):
-        return 1 << 20
-
-    def sample(self, batch_size):
-        return {}
-
-
 def _examples_of_each_middleware(mw, cfg, env, policy, buffer_):
     return {
         "interaction_evaluator(cfg, policy.eval_mode, env)": mw.interaction_evaluator(cfg, policy, env),
@@ -92,7 +80,6 @@ def _examples_of_each_middleware(mw, cfg, env, policy, buffer_):
         "nstep_reward_enhancer(cfg)": mw.nstep_reward_enhancer(cfg),
         "data_pusher(cfg, buffer_)": mw.data_pusher(cfg, buffer_),
         "offpolicy_data_fetcher(cfg, buffer_)": mw.offpolicy_data_fetcher(cfg, buffer_),
-        "offline_data_fetcher(cfg, dataset)": mw.offline_data_fetcher(cfg, _Dataset()),
         "trainer(cfg, policy.learn_mode)": mw.trainer(cfg, policy),
         "OffPolicyLearner(cfg, policy.learn_mode, buffer_)": mw.OffPolicyLearner(cfg, policy, buffer_),
         "gae_estimator(cfg, policy.collect_mode)": mw.gae_estimator(cfg, policy),

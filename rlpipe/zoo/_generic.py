@@ -91,9 +91,18 @@ def policy_class(algo: str) -> type:
     return cls
 
 
-def trainable_names() -> List[str]:
-    """Registered policies that the zoo can train (they declare a pipeline)."""
-    return [n for n in policy_names() if getattr(get_policy(n), "pipeline", "") in PIPELINES]
+def trainable_names(source: Optional[str] = None) -> List[str]:
+    """Registered policies that the zoo can train (they declare a pipeline); `source`
+    "online": those that train from an env (every pipeline but "offline"), "offline": those
+    that train from a data set (`--dataset`: offline and off-policy ones)."""
+    names = [n for n in policy_names() if getattr(get_policy(n), "pipeline", "") in PIPELINES]
+    if source is None:
+        return names
+    if source not in ("online", "offline"):
+        raise ValueError(f"trainable_names(source={source!r}): 'online', 'offline' or None")
+    if source == "online":
+        return [n for n in names if get_policy(n).pipeline != "offline"]
+    return [n for n in names if get_policy(n).pipeline in ("offline", "off-policy")]
 
 
 def canonical_algo(algo: str, cls: type) -> str:
@@ -157,8 +166,8 @@ def check_fits(algo: str, cls: type, env_id: str, obs_space: gym.Space,
         allowed = getattr(cls, attr)
         if isinstance(space, allowed):
             continue
-        fits = [n for n in trainable_names()
-                if isinstance(obs_space, get_policy(n).obs_space_types)
+        fits = [n for n in trainable_names("online")
+                if not getattr(get_policy(n), "multi_agent", False) and isinstance(obs_space, get_policy(n).obs_space_types)
                 and isinstance(action_space, get_policy(n).action_space_types)]
         needs = " or ".join(t.__name__ for t in allowed)
         instead = (": use " + ", ".join(f"--algo {n}" for n in fits[:-1])

@@ -66,7 +66,8 @@ def test_list_shows_whole_first_sentences(capsys):
     assert line.rstrip().endswith("within 50k env steps.")  # the sentence runs onto a 2nd line
     pong = next(ln for ln in out.splitlines() if ln.startswith("pong-dqn"))
     assert pong.count("(") == pong.count(")")
-    assert "--algo {dqn,ippo,mappo,ppo,sac,td3}" in out
+    assert "--algo {dqn,ippo,mappo,ppo,sac,td3} --env ENV" in out
+    assert "--algo {bc,cql,discrete-cql,dqn,iql,sac,td3,td3-bc} --dataset ID" in out
 
 
 def test_first_sentence_joins_lines_and_stops_at_the_full_stop():

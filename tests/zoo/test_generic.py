@@ -60,7 +60,7 @@ def test_env_without_reward_threshold_has_no_stop_value(capsys):
     (["--algo", "sac", "--env", "CartPole-v1"],
      ["sac needs a Box action space", "use --algo dqn or --algo ppo"]),
     (["--algo", "random", "--env", "CartPole-v1"], ["declares no zoo pipeline"]),
-    (["--algo", "dqm", "--env", "CartPole-v1"], ["no algorithm of that name", "dqn, ppo, sac"]),
+    (["--algo", "dqm", "--env", "CartPole-v1"], ["no algorithm of that name", "dqn, ", "ppo, sac"]),
     (["--algo", "ppo"], ["--env is missing"]),
     (["--algo", "ppo", "--env", "NoSuchEnv-v0"], ["unknown environment 'NoSuchEnv-v0'"]),
     (["cartpole-dqn", "--algo", "ppo", "--env", "CartPole-v1"], ["not both"]),
