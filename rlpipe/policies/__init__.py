@@ -8,6 +8,7 @@ from .discrete_cql import DiscreteCQLPolicy
 from .dqn import DQNPolicy
 from .iql import IQLPolicy
 from .ppo import PPOPolicy
+from .ppo_lstm import PPOLSTMPolicy
 from .random_policy import RandomPolicy
 from .registry import UnknownPolicyError, get_policy, policy_names, register_policy
 from .sac import SACPolicy
@@ -24,6 +25,7 @@ __all__ = [
     "IQLPolicy",
     "LearnMode",
     "ObservationShapeError",
+    "PPOLSTMPolicy",
     "PPOPolicy",
     "Policy",
     "RandomPolicy",
