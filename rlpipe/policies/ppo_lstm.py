@@ -24,7 +24,7 @@ import torch
 from easydict import EasyDict
 from torch import nn
 
-from rlpipe.data import RolloutStorage, to_torch
+from rlpipe.data import RolloutStorage
 from rlpipe.models import batch_rows, obs_as_tensor
 from rlpipe.models.recurrent_actor_critic import RecurrentActorCritic
 
@@ -166,7 +166,7 @@ class PPOLSTMPolicy(PPOPolicy):
         stats = []
         for _ in range(c.epoch_per_collect):
             rng = np.random.default_rng(int(torch.randint(2**62, (), generator=self._learn_rng)))
-            epoch = [self._update_chunks(to_torch(mb, self.device))
+            epoch = [self._update_chunks(obs_as_tensor(mb, self.device))
                      for mb in store.sequence_minibatches(c.chunk_len, n_mb, rng)]
             stats += epoch
             if c.target_kl is not None and torch.stack(epoch)[:, 3].mean() > c.target_kl:
