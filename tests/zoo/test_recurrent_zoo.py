@@ -45,6 +45,6 @@ def test_collectors_are_refused_for_the_on_policy_entry_with_the_reason(tmp_path
 
 @pytest.mark.slow
 def test_cartpole_novel_ppo_lstm_reaches_150_quickly(tmp_path):
-    result = train("cartpole-novel-ppo-lstm", seed=0, max_env_step=20_000, progress=False,
-                   run_dir=str(tmp_path / "run"))
+    result = train("cartpole-novel-ppo-lstm", seed=0, max_env_step=12_000, progress=False,
+                   run_dir=str(tmp_path / "run"), overrides=["env.stop_value=150"])
     assert result["best_eval_value"] >= 150, result
