@@ -18,6 +18,7 @@ from rlpipe.data import RolloutStorage
 from rlpipe.engine import contract
 
 from ._cfg import setting
+from ._hidden import is_recurrent
 from .learner import check_finite
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,25 @@ def rollout_to_batch(steps: List[Dict[str, Any]], gamma: float, lam: float,
     return batch
 
 
+def recurrent_rollout(steps: List[Dict[str, Any]], gamma: float, lam: float,
+                      next_values: Callable[[Dict[str, Any]], Any],
+                      reward_scale: float = 1.0) -> Dict[str, Any]:
+    """GAE for a recurrent policy, the rollout kept in time order: ``{"rollout": store}``, a
+    computed `RolloutStorage` that the policy cuts into sequence minibatches. The value of each
+    step's next observation is `next_values(rollout) -> [T, N]` (V from the state the episode
+    carried after that step; the policy's collect face has it), so no V(obs) without state is
+    ever asked for."""
+    store = RolloutStorage.from_steps(steps, reward_scale)
+    values = np.asarray(next_values(store.data), dtype=np.float32)
+    if values.shape != (len(steps), store.n_envs):
+        raise ValueError(f"gae_estimator: next_values returned shape {values.shape}, expected "
+                         f"[T, N] = {(len(steps), store.n_envs)}")
+    store = RolloutStorage.from_steps([dict(step, next_value=v) for step, v in zip(steps, values)],
+                                      reward_scale)
+    store.compute(gamma, lam)
+    return {"rollout": store}
+
+
 def gae_estimator(cfg: Any, policy: Any) -> Callable:
     """`ctx.trajectories` → `ctx.train_data`: the rollout's valid rows with "adv" and "return".
 
@@ -71,11 +91,27 @@ def gae_estimator(cfg: Any, policy: Any) -> Callable:
     `cfg.policy.learn.reward_scale` (1 when the config has none); `policy` is a collect
     face with `value(obs)` (PPO's `policy.collect_mode`), used to bootstrap truncated episodes
     (from the true final observation) and the rollout's last step. See `rollout_to_batch`.
+    A recurrent policy (LSTM-PPO) gets `recurrent_rollout`'s time-ordered ``{"rollout": ...}``.
     """
     gamma = float(setting(cfg, "policy.learn.gamma"))
     lam = float(setting(cfg, "policy.learn.gae_lambda"))
     reward_scale = float(setting(cfg, "policy.learn.reward_scale", 1.0))
     value_fn = getattr(policy, "value", None)
+    if is_recurrent(policy):  # V needs the carried state: the face's next_values(rollout)
+        next_values = getattr(policy, "next_values", None)
+        if next_values is None:
+            raise TypeError(f"gae_estimator: the recurrent policy {type(policy).__name__} has no "
+                            "next_values(rollout) -> [T, N] on its collect face (V of each next "
+                            "observation from the carried state); pass policy.collect_mode of "
+                            "a recurrent on-policy policy such as PPOLSTMPolicy")
+
+        @contract(reads=("trajectories",), writes=("train_data",))
+        def _recurrent_gae_estimator(ctx: OnlineRLContext) -> None:
+            steps = ctx.trajectories
+            ctx.train_data = (recurrent_rollout(steps, gamma, lam, next_values, reward_scale)
+                              if steps else None)
+
+        return _recurrent_gae_estimator
 
     @contract(reads=("trajectories",), writes=("train_data",))
     def _gae_estimator(ctx: OnlineRLContext) -> None:
@@ -122,4 +158,4 @@ def multistep_trainer(cfg: Any, policy: Any = None, log_freq: Optional[int] = No
     return _multistep_trainer
 
 
-__all__ = ["gae_estimator", "multistep_trainer", "rollout_to_batch"]
+__all__ = ["gae_estimator", "multistep_trainer", "recurrent_rollout", "rollout_to_batch"]

@@ -8,6 +8,7 @@ from .encoder import Encoder, MultiPartEncoder, build_encoder
 from .mlp import MLP
 from .multi_agent import MultiAgentActorCritic
 from .q_network import QNetwork
+from .recurrent import RecurrentCore
 from .value import ValueNetwork
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "MultiPartEncoder",
     "ObservationShapeError",
     "QNetwork",
+    "RecurrentCore",
     "RunningNorm",
     "SquashedGaussianActor",
     "TwinQCritic",

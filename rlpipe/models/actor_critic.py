@@ -56,6 +56,34 @@ def _init_linear(layer: nn.Linear, gain: float) -> None:
     nn.init.zeros_(layer.bias)
 
 
+def action_layout(action_space: gym.Space, who: str) -> Tuple[bool, "ActionHead | None", int]:
+    """(discrete, multi head or None, size of the action head's output) of an actor's action
+    space: Discrete(n), 1-D MultiDiscrete / MultiBinary, or 1-D Box."""
+    if isinstance(action_space, gym.spaces.Discrete):
+        return True, None, int(action_space.n)
+    if isinstance(action_space, (gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)):
+        multi = action_distribution(action_space)
+        return False, multi, multi.size
+    if isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1:
+        return False, None, int(action_space.shape[0])
+    raise UnsupportedSpaceError(
+        f"{who} supports Discrete, 1-D MultiDiscrete, 1-D MultiBinary and 1-D Box "
+        f"actions, got {action_space!r}; reshape a multi-dimensional action space to 1-D "
+        "(or flatten a Dict/Tuple one) with an action wrapper.")
+
+
+def head_distribution(out: torch.Tensor, discrete: bool, multi: "ActionHead | None",
+                      log_std: "torch.Tensor | None") -> Distribution:
+    """The action distribution of an action head's output (any leading axes): Categorical,
+    the multi head's, or a diagonal Gaussian with the state-independent `log_std`."""
+    if discrete:
+        return Categorical(logits=out, validate_args=False)
+    if multi is not None:
+        return multi.build(out)
+    std = log_std.exp().expand_as(out)
+    return Independent(Normal(out, std, validate_args=False), 1, validate_args=False)
+
+
 class ActorCritic(nn.Module):
     """An actor (action distribution) and a critic (state value) over one observation space.
 
@@ -82,22 +110,7 @@ class ActorCritic(nn.Module):
                  obs_norm: bool = False, encoders: Mapping[str, Any] | None = None) -> None:
         super().__init__()
         # MultiDiscrete / MultiBinary: the head of models.distributions (None otherwise)
-        self.multi: ActionHead | None = None
-        if isinstance(action_space, gym.spaces.Discrete):
-            self.discrete = True
-            out_dim = int(action_space.n)
-        elif isinstance(action_space, (gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)):
-            self.discrete = False
-            self.multi = action_distribution(action_space)
-            out_dim = self.multi.size
-        elif isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1:
-            self.discrete = False
-            out_dim = int(action_space.shape[0])
-        else:
-            raise UnsupportedSpaceError(
-                f"ActorCritic supports Discrete, 1-D MultiDiscrete, 1-D MultiBinary and 1-D Box "
-                f"actions, got {action_space!r}; reshape a multi-dimensional action space to 1-D "
-                "(or flatten a Dict/Tuple one) with an action wrapper.")
+        self.discrete, self.multi, out_dim = action_layout(action_space, "ActorCritic")
         is_vector = isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 1
         if obs_norm and not is_vector:
             raise UnsupportedSpaceError(
@@ -125,13 +138,8 @@ class ActorCritic(nn.Module):
         return actor, critic
 
     def _dist(self, features: torch.Tensor) -> Distribution:
-        out = self.action_head(features)
-        if self.discrete:
-            return Categorical(logits=out, validate_args=False)
-        if self.multi is not None:
-            return self.multi.build(out)
-        std = self.log_std.exp().expand_as(out)
-        return Independent(Normal(out, std, validate_args=False), 1, validate_args=False)
+        return head_distribution(self.action_head(features), self.discrete, self.multi,
+                                 self.log_std)
 
     def forward(self, obs: torch.Tensor) -> Tuple[Distribution, torch.Tensor]:
         """(action distribution, value [B]) for a batch of observations."""

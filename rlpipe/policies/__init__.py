@@ -9,6 +9,7 @@ from .dqn import DQNPolicy
 from .iql import IQLPolicy
 from .mappo import IPPOPolicy, MAPPOPolicy
 from .ppo import PPOPolicy
+from .ppo_lstm import PPOLSTMPolicy
 from .random_policy import RandomPolicy
 from .registry import UnknownPolicyError, get_policy, policy_names, register_policy
 from .sac import SACPolicy
@@ -27,6 +28,7 @@ __all__ = [
     "LearnMode",
     "MAPPOPolicy",
     "ObservationShapeError",
+    "PPOLSTMPolicy",
     "PPOPolicy",
     "Policy",
     "RandomPolicy",

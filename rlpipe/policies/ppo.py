@@ -40,6 +40,7 @@ from rlpipe.models import ActorCritic, batch_rows, obs_as_tensor
 
 from ._common import adam, clone_state, grad_step, hard_update, resolve_device
 from ._masks import masked_categorical, masked_mode, policy_mask
+from ._ppo_loss import PPOTerms, ppo_terms
 from .base import Policy, _CollectFace
 
 __all__ = ["PPOPolicy"]
@@ -123,12 +124,7 @@ class PPOPolicy(Policy):
         with torch.random.fork_rng(devices=[]):  # seed our init without touching global RNG
             if c.seed is not None:
                 torch.manual_seed(c.seed)
-            self.model = ActorCritic(obs_space, action_space, c.model.hidden,
-                                     _ACTIVATIONS[c.model.activation],
-                                     share_encoder=c.model.share_encoder,
-                                     init_log_std=c.model.init_log_std,
-                                     obs_norm=c.model.obs_norm,
-                                     encoders=c.model.encoders)
+            self.model = self._build_model()
         self.model.to(self.device)
         self.acting = copy.deepcopy(self.model).to(self.collect_device).requires_grad_(False)
         self._params = list(self.model.parameters())
@@ -140,6 +136,12 @@ class PPOPolicy(Policy):
         self.learned_env_steps = 0  # rows learned from: the clock of the lr schedule
         self._lock = threading.Lock()  # a learn step's weight update vs refresh / eval / state
         self._collect_face = _PPOCollectFace(self)
+
+    def _build_model(self) -> nn.Module:
+        m = self.cfg.model
+        return ActorCritic(self.obs_space, self.action_space, m.hidden, _ACTIVATIONS[m.activation],
+                           share_encoder=m.share_encoder, init_log_std=m.init_log_std,
+                           obs_norm=m.obs_norm, encoders=m.encoders)
 
     def _check_cfg(self) -> None:
         learn, model = self.cfg.learn, self.cfg.model
@@ -177,19 +179,25 @@ class PPOPolicy(Policy):
                            self.collect_device)
         with torch.inference_mode():
             dist, value = self.acting(obs_t)
-            dist = masked_categorical(dist, mask)
-            if self.discrete:
-                raw = torch.multinomial(dist.probs, 1, generator=self._collect_rng).squeeze(1)
-            elif self.multi:
-                raw = dist.sample_with(self._collect_rng)
-            else:
-                normal = dist.base_dist
-                noise = torch.randn(normal.loc.shape, generator=self._collect_rng,
-                                    device=self.collect_device)
-                raw = normal.loc + normal.scale * noise
-            logp = dist.log_prob(raw)
+            raw, logp = self._sample(masked_categorical(dist, mask))
+        return self._collect_output(raw.cpu().numpy(), logp, value)
+
+    def _sample(self, dist: Any) -> Any:
+        """(raw action, log π_old(raw)) drawn with the collect generator."""
+        if self.discrete:
+            raw = torch.multinomial(dist.probs, 1, generator=self._collect_rng).squeeze(1)
+        elif self.multi:
+            raw = dist.sample_with(self._collect_rng)
+        else:
+            normal = dist.base_dist
+            noise = torch.randn(normal.loc.shape, generator=self._collect_rng,
+                                device=normal.loc.device)
+            raw = normal.loc + normal.scale * noise
+        return raw, dist.log_prob(raw)
+
+    def _collect_output(self, raw_np: np.ndarray, logp: torch.Tensor, value: torch.Tensor
+                        ) -> Dict[str, np.ndarray]:
         out = {"logp": logp.cpu().numpy(), "value": value.cpu().numpy()}
-        raw_np = raw.cpu().numpy()
         if self.discrete:
             out["action"] = raw_np + self.action_offset
         elif self.multi:
@@ -219,11 +227,15 @@ class PPOPolicy(Policy):
                 action = self.model.mode(obs_t).cpu().numpy()
             else:  # the most likely valid action (of each component)
                 action = masked_mode(masked_categorical(self.model.dist(obs_t), mask)).cpu().numpy()
+        return {"action": self._greedy_action(action)}
+
+    def _greedy_action(self, action: np.ndarray) -> np.ndarray:
+        """The mode of π in network units → what the env takes."""
         if self.discrete:
-            return {"action": action + self.action_offset}
+            return action + self.action_offset
         if self.multi:
-            return {"action": self._env_action(action)}
-        return {"action": np.clip(action, self._low, self._high)}
+            return self._env_action(action)
+        return np.clip(action, self._low, self._high)
 
     def _env_action(self, raw: np.ndarray) -> np.ndarray:
         """A MultiDiscrete / MultiBinary action [B, k] of the network → env dtype and start."""
@@ -287,36 +299,22 @@ class PPOPolicy(Policy):
 
     def _update(self, b: Dict[str, torch.Tensor], action: torch.Tensor,
                 idx: torch.Tensor) -> torch.Tensor:
-        c = self.cfg.learn
         dist, value = self.model(b["obs"][idx])
         if "action_mask" in b:  # the same masked π that acted: in log π(a|s) and the entropy
             dist = masked_categorical(dist, b["action_mask"][idx])
-        log_ratio = dist.log_prob(action[idx]) - b["logp"][idx]
-        ratio = log_ratio.exp()
-        adv = b["adv"][idx].float()
-        if c.adv_norm and adv.numel() > 1:
-            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-        policy_loss = torch.max(-adv * ratio,
-                                -adv * ratio.clamp(1.0 - c.clip_ratio, 1.0 + c.clip_ratio)).mean()
-        ret = b["return"][idx].float()
-        value_err = (value - ret) ** 2
-        if c.value_clip is not None:  # the critic may not move further than c from its old value
-            old = b["value"][idx].float()
-            clipped = old + (value - old).clamp(-c.value_clip, c.value_clip)
-            value_err = torch.max(value_err, (clipped - ret) ** 2)
-        value_loss = 0.5 * value_err.mean()
-        entropy = dist.entropy().mean()
-        loss = policy_loss + c.value_coef * value_loss - c.entropy_coef * entropy
+        old = b["value"][idx] if self.cfg.learn.value_clip is not None else None
+        return self._optimise(ppo_terms(self.cfg.learn, dist, value, action[idx], b["logp"][idx],
+                                        b["adv"][idx], b["return"][idx], old))
 
-        grad_norm = grad_step(self.optimizer, loss, self._params, c.grad_clip, norm=True)
+    def _optimise(self, terms: PPOTerms) -> torch.Tensor:
+        """One gradient step on `terms.loss`; the statistics of _STATS as one tensor."""
+        grad_norm = grad_step(self.optimizer, terms.loss, self._params, self.cfg.learn.grad_clip,
+                              norm=True)
         with self._lock:
             self.optimizer.step()
             self.train_iter += 1
-        with torch.no_grad():
-            approx_kl = ((ratio - 1.0) - log_ratio).mean()  # Schulman's low-variance estimator
-            clip_frac = ((ratio - 1.0).abs() > c.clip_ratio).float().mean()
-            return torch.stack([policy_loss, value_loss, entropy, approx_kl, clip_frac,
-                                grad_norm.float()]).detach()
+        return torch.stack([terms.policy_loss, terms.value_loss, terms.entropy, terms.approx_kl,
+                            terms.clip_frac, grad_norm.float()]).detach()
 
     # --- state -----------------------------------------------------------------------------------
     def state_dict(self) -> Dict[str, Any]:

@@ -20,6 +20,7 @@ from .dqn import DQNPolicy
 from .iql import IQLPolicy
 from .mappo import IPPOPolicy, MAPPOPolicy
 from .ppo import PPOPolicy
+from .ppo_lstm import PPOLSTMPolicy
 from .random_policy import RandomPolicy
 from .sac import SACPolicy
 from .td3 import TD3Policy
@@ -34,6 +35,7 @@ _REGISTRY.update({"sac": SACPolicy, "td3": TD3Policy})  # continuous control
 _REGISTRY.update({"bc": BCPolicy, "iql": IQLPolicy, "td3-bc": TD3BCPolicy})  # offline RL
 _REGISTRY.update({"cql": CQLPolicy, "discrete-cql": DiscreteCQLPolicy})
 _REGISTRY.update({"mappo": MAPPOPolicy, "ippo": IPPOPolicy})  # multi-agent
+_REGISTRY.update({"ppo-lstm": PPOLSTMPolicy})  # recurrent (#15)
 
 
 class UnknownPolicyError(KeyError):

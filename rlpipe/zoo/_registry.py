@@ -33,6 +33,10 @@ ENTRIES: Dict[str, str] = {
     "maskedgrid-dqn": "rlpipe.zoo.maskedgrid.dqn",
     "maskedgrid-ppo": "rlpipe.zoo.maskedgrid.ppo",
     "minigrid-doorkey-ppo": "rlpipe.zoo.minigrid.ppo",
+    "cartpole-novel-ppo": "rlpipe.zoo.cartpole_novel.ppo",
+    "cartpole-novel-ppo-lstm": "rlpipe.zoo.cartpole_novel.ppo_lstm",
+    "pendulum-novel-ppo-lstm": "rlpipe.zoo.pendulum_novel.ppo_lstm",
+    "minigrid-memory-ppo-lstm": "rlpipe.zoo.minigrid.memory_ppo_lstm",
 }
 
 

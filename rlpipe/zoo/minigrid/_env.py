@@ -18,7 +18,8 @@ from rlpipe.envs import register_env
 
 IDS = ("MiniGrid-DoorKey-5x5-v0", "MiniGrid-DoorKey-6x6-v0", "MiniGrid-DoorKey-8x8-v0",
        "MiniGrid-Empty-5x5-v0", "MiniGrid-Empty-6x6-v0", "MiniGrid-Empty-8x8-v0",
-       "MiniGrid-Empty-Random-5x5-v0", "MiniGrid-Unlock-v0", "MiniGrid-KeyCorridorS3R1-v0")
+       "MiniGrid-Empty-Random-5x5-v0", "MiniGrid-Unlock-v0", "MiniGrid-KeyCorridorS3R1-v0",
+       "MiniGrid-MemoryS7-v0")
 KEYS = ("image", "direction")
 
 

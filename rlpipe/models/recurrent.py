@@ -1,0 +1,94 @@
+"""The recurrent core shared by recurrent policies (LSTM-PPO, R2D2): one LSTM or GRU layer over a
+time axis, whose state is reset to zeros at every episode start (`first`, ALF's StepType.FIRST).
+
+    core = RecurrentCore(input_dim, hidden, kind="lstm")      # or kind="gru"
+    state = core.initial_state(n)                             # {"h": [n, H], "c": [n, H]} (gru: h)
+    out, state = core(x [B, T, D], state, first [B, T])       # out [B, T, H]
+    out, state = core.step(x [B, D], state, first [B])        # one acting step
+
+Where `first[b, t]` is True the state entering step t of row b is zeros (the episode begins
+there), so a chunk of a rollout may hold several episodes. When no row starts an episode after
+its first step, the whole chunk runs in one fused `nn.LSTM`/`nn.GRU` call; otherwise it runs step
+by step with the same weights (results agree to float precision).
+"""
+from __future__ import annotations
+
+from typing import Dict, Optional, Tuple
+
+import torch
+from torch import nn
+
+__all__ = ["RecurrentCore", "RecurrentState"]
+
+RecurrentState = Dict[str, torch.Tensor]
+_KINDS = ("lstm", "gru")
+
+
+class RecurrentCore(nn.Module):
+    """One LSTM or GRU layer (batch first) with reset-at-first over time; see the module doc."""
+
+    def __init__(self, input_dim: int, hidden: int, kind: str = "lstm") -> None:
+        super().__init__()
+        if kind not in _KINDS:
+            raise ValueError(f"RecurrentCore(kind={kind!r}): kind must be one of {_KINDS}")
+        if int(input_dim) < 1 or int(hidden) < 1:
+            raise ValueError(f"RecurrentCore: input_dim and hidden must be >= 1, got "
+                             f"input_dim={input_dim}, hidden={hidden}")
+        self.kind, self.input_dim, self.hidden = kind, int(input_dim), int(hidden)
+        cls = nn.LSTM if kind == "lstm" else nn.GRU
+        self.rnn = cls(self.input_dim, self.hidden, batch_first=True)
+        for name, param in self.rnn.named_parameters():
+            if "weight" in name:
+                nn.init.orthogonal_(param, 1.0)
+            else:
+                nn.init.zeros_(param)
+
+    @property
+    def out_dim(self) -> int:
+        return self.hidden
+
+    @property
+    def state_keys(self) -> Tuple[str, ...]:
+        return ("h", "c") if self.kind == "lstm" else ("h",)
+
+    def initial_state(self, n: int, device: Optional[torch.device] = None) -> RecurrentState:
+        """Zeros: {"h": [n, H], "c": [n, H]} for an LSTM, {"h": [n, H]} for a GRU."""
+        device = device if device is not None else next(self.parameters()).device
+        return {k: torch.zeros(n, self.hidden, device=device) for k in self.state_keys}
+
+    def _pack(self, state: RecurrentState, keep: torch.Tensor):
+        """The torch RNN's (h, c) / h with a leading layer axis; rows multiplied by `keep`."""
+        missing = [k for k in self.state_keys if k not in state]
+        if missing:
+            raise KeyError(f"RecurrentCore({self.kind}): the state lacks {missing} (has "
+                           f"{sorted(state)}); pass core.initial_state(n) or a state it returned")
+        hs = tuple((state[k] * keep).unsqueeze(0).contiguous() for k in self.state_keys)
+        return hs if self.kind == "lstm" else hs[0]
+
+    def _unpack(self, hs) -> RecurrentState:
+        if self.kind == "lstm":
+            return {"h": hs[0].squeeze(0), "c": hs[1].squeeze(0)}
+        return {"h": hs.squeeze(0)}
+
+    def forward(self, x: torch.Tensor, state: RecurrentState, first: torch.Tensor
+                ) -> Tuple[torch.Tensor, RecurrentState]:
+        """x [B, T, D], state (each [B, H]), first [B, T] bool → (out [B, T, H], state after T)."""
+        if x.dim() != 3 or first.shape != x.shape[:2]:
+            raise ValueError(f"RecurrentCore.forward: x must be [B, T, D] and first [B, T], got "
+                             f"x {tuple(x.shape)} and first {tuple(first.shape)}")
+        keep = (~first.bool()).to(x.dtype).unsqueeze(-1)  # [B, T, 1]: 0 where an episode starts
+        if not bool(first[:, 1:].any()):  # resets only at t = 0: one fused call
+            out, hs = self.rnn(x, self._pack(state, keep[:, 0]))
+            return out, self._unpack(hs)
+        outs = []
+        for t in range(x.shape[1]):
+            out, hs = self.rnn(x[:, t:t + 1], self._pack(state, keep[:, t]))
+            state = self._unpack(hs)
+            outs.append(out)
+        return torch.cat(outs, dim=1), state
+
+    def step(self, x: torch.Tensor, state: RecurrentState, first: torch.Tensor
+             ) -> Tuple[torch.Tensor, RecurrentState]:
+        """One step: x [B, D], first [B] → (out [B, H], state)."""
+        out, state = self.forward(x.unsqueeze(1), state, first.reshape(-1, 1))
+        return out.squeeze(1), state

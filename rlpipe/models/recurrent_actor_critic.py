@@ -1,0 +1,150 @@
+"""A recurrent actor-critic (LSTM-PPO): encoder → RecurrentCore → MLP → action / value heads.
+
+    obs ─ [RunningNorm] ─ encoder ─ core (LSTM/GRU, reset where first) ─ MLP ─ action head → π
+                                                                        └ MLP ─ value head  → V
+
+The encoder is chosen from the observation space as for the feed-forward `ActorCritic`
+(`build_encoder`; `encoder_hidden=()` passes a vector observation straight to the core). By
+default the critic has its own encoder and core, as sb3-contrib's RecurrentPPO
+(`enable_critic_lstm`); `shared_core=True` gives actor and critic one encoder and one core.
+
+The state is a dict of [B, H] tensors per core: ``{"actor": {"h", "c"}, "critic": {"h", "c"}}``
+(GRU: only "h"; shared core: only "actor").
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Type
+
+import gymnasium as gym
+import torch
+from torch import nn
+from torch.distributions import Distribution
+
+from ._errors import UnsupportedSpaceError
+from .actor_critic import RunningNorm, action_layout, head_distribution
+from .encoder import build_encoder
+from .recurrent import RecurrentCore
+
+__all__ = ["RecurrentActorCritic"]
+
+State = Dict[str, Dict[str, torch.Tensor]]
+
+
+def _mlp(in_dim: int, hidden: Sequence[int], activation: Type[nn.Module]) -> Tuple[nn.Module, int]:
+    layers = []
+    for size in hidden:
+        layers += [nn.Linear(in_dim, int(size)), activation()]
+        in_dim = int(size)
+    return nn.Sequential(*layers), in_dim
+
+
+def _merge(obs: Any, lead: int) -> Any:
+    """Observation leaves [B, T, ...] → [B·T, ...] (`lead` = 2) — nested dicts too."""
+    if isinstance(obs, Mapping):
+        return {k: _merge(v, lead) for k, v in obs.items()}
+    return obs.reshape((-1,) + tuple(obs.shape[lead:]))
+
+
+class RecurrentActorCritic(nn.Module):
+    """See the module docstring. `forward(obs [B, T, ...], state, first [B, T])` gives
+    (π over [B, T], V [B, T], state after T); `step(obs [B, ...], state, first [B])` one step."""
+
+    def __init__(self, obs_space: gym.Space, action_space: gym.Space, *,
+                 encoder_hidden: Sequence[int] = (), core_hidden: int = 64, kind: str = "lstm",
+                 head_hidden: Sequence[int] = (64,), activation: Type[nn.Module] = nn.ReLU,
+                 shared_core: bool = False, init_log_std: float = 0.0, obs_norm: bool = False,
+                 encoders: Optional[Mapping[str, Any]] = None) -> None:
+        super().__init__()
+        self.discrete, self.multi, out_dim = action_layout(action_space, "RecurrentActorCritic")
+        if obs_norm and not (isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 1):
+            raise UnsupportedSpaceError(f"obs_norm needs a 1-D Box observation space, got "
+                                        f"{obs_space!r}; set obs_norm=False.")
+        self.obs_norm = RunningNorm(obs_space.shape) if obs_norm else None
+        parts = ("actor",) if shared_core else ("actor", "critic")
+        self.encoders = nn.ModuleDict(
+            {p: build_encoder(obs_space, encoder_hidden, activation, encoders) for p in parts})
+        self.cores = nn.ModuleDict(
+            {p: RecurrentCore(self.encoders[p].out_dim, core_hidden, kind) for p in parts})
+        self.actor_mlp, actor_dim = _mlp(core_hidden, head_hidden, activation)
+        self.critic_mlp, critic_dim = _mlp(core_hidden, head_hidden, activation)
+        self.action_head = nn.Linear(actor_dim, out_dim)
+        self.value_head = nn.Linear(critic_dim, 1)
+        self.log_std = (None if self.discrete or self.multi is not None
+                        else nn.Parameter(torch.full((out_dim,), float(init_log_std))))
+        for module in (*self.encoders.values(), self.actor_mlp, self.critic_mlp):
+            for layer in module.modules():
+                if isinstance(layer, nn.Linear):
+                    nn.init.orthogonal_(layer.weight, math.sqrt(2.0))
+                    nn.init.zeros_(layer.bias)
+        for head, gain in ((self.action_head, 0.01), (self.value_head, 1.0)):
+            nn.init.orthogonal_(head.weight, gain)
+            nn.init.zeros_(head.bias)
+
+    def initial_state(self, n: int, device: Optional[torch.device] = None) -> State:
+        return {p: core.initial_state(n, device) for p, core in self.cores.items()}
+
+    def _cores(self, obs: Any, state: State, first: torch.Tensor, parts: Sequence[str]
+               ) -> Tuple[Dict[str, torch.Tensor], State]:
+        """Core outputs [B, T, H] of `parts` and the state after T."""
+        if self.obs_norm is not None:
+            obs = self.obs_norm(obs)
+        batch, steps = first.shape
+        flat = _merge(obs, 2)
+        outs, new_state = {}, dict(state)
+        for part in parts:
+            name = part if part in self.cores else "actor"
+            if name in outs:
+                outs[part] = outs[name]
+                continue
+            x = self.encoders[name](flat).reshape(batch, steps, -1)
+            outs[part], new_state[name] = self.cores[name](x, state[name], first)
+            outs[name] = outs[part]
+        return outs, new_state
+
+    def _heads(self, outs: Dict[str, torch.Tensor]) -> Tuple[Distribution, torch.Tensor]:
+        dist = head_distribution(self.action_head(self.actor_mlp(outs["actor"])), self.discrete,
+                                 self.multi, self.log_std)
+        return dist, self.value_head(self.critic_mlp(outs["critic"])).squeeze(-1)
+
+    def forward(self, obs: Any, state: State, first: torch.Tensor
+                ) -> Tuple[Distribution, torch.Tensor, State]:
+        """obs [B, T, ...], first [B, T] → (π [B, T], V [B, T], state after T)."""
+        outs, state = self._cores(obs, state, first.bool(), ("actor", "critic"))
+        return (*self._heads(outs), state)
+
+    def step(self, obs: Any, state: State, first: torch.Tensor
+             ) -> Tuple[Distribution, torch.Tensor, State]:
+        """One step for acting: obs [B, ...], first [B] → (π [B], V [B], state)."""
+        outs, state = self._cores(_unsqueeze(obs), state, first.reshape(-1, 1).bool(),
+                                  ("actor", "critic"))
+        return (*self._heads({k: v.squeeze(1) for k, v in outs.items()}), state)
+
+    def critic_states(self, obs: Any, state: State, first: torch.Tensor) -> Dict[str, torch.Tensor]:
+        """The critic core's state after each step of obs [B, T, ...]: each key [B, T, H]."""
+        name = "critic" if "critic" in self.cores else "actor"
+        if self.obs_norm is not None:
+            obs = self.obs_norm(obs)
+        batch, steps = first.shape
+        x = self.encoders[name](_merge(obs, 2)).reshape(batch, steps, -1)
+        core, current, after = self.cores[name], state[name], []
+        for t in range(steps):
+            _, current = core.step(x[:, t], current, first[:, t].bool())
+            after.append(current)
+        return {k: torch.stack([s[k] for s in after], 1) for k in current}
+
+    def value_from(self, obs: Any, critic_state: Dict[str, torch.Tensor]) -> torch.Tensor:
+        """V of obs [N, ...] continuing from `critic_state` (each [N, H]), not a new episode."""
+        name = "critic" if "critic" in self.cores else "actor"
+        if self.obs_norm is not None:
+            obs = self.obs_norm(obs)
+        x = self.encoders[name](obs)
+        no_reset = torch.zeros(x.shape[0], dtype=torch.bool, device=x.device)
+        out, _ = self.cores[name].step(x, critic_state, no_reset)
+        return self.value_head(self.critic_mlp(out)).squeeze(-1)
+
+
+def _unsqueeze(obs: Any) -> Any:
+    if isinstance(obs, Mapping):
+        return {k: _unsqueeze(v) for k, v in obs.items()}
+    return obs.unsqueeze(1)

@@ -1,0 +1,230 @@
+"""LSTM-PPO: PPO's clipped objective (ppo.py, _ppo_loss.py) with a recurrent actor-critic
+(models/recurrent_actor_critic.py), for partially observed tasks.
+
+collect (acting copy), per vector step, from each env's state s_t (zeroed where `first`):
+  (π(·|o_t, s_t), V(o_t, s_t), s_{t+1}) = net.step(o_t, s_t, first_t);  a ~ π,  logp = log π(a)
+  the step records s_t (acting path); the face returns "state" = s_{t+1}.
+bootstrap (gae_estimator, before learning): V(next_o_t | s_{t+1}) for every row, from the critic
+  core re-run over the rollout from its recorded start state with the recorded `first` flags
+  (`next_values`): the rollout's last step and truncated episodes bootstrap with the state the
+  episode carried, as PPO does with V(next_obs).
+learn, per rollout (GAE over the time-ordered rollout, as PPO): `epoch_per_collect` passes; each
+  cuts every env's time line into chunks of `chunk_len` steps (truncated BPTT), shuffles whole
+  chunks into minibatches of about `batch_size` steps, re-runs the network over each chunk from
+  its recorded start state (resetting where `first` is True inside it) and takes PPO's loss over
+  the chunk's real steps (padding and invalid rows masked out of every mean).
+Before any update the re-run reproduces the collected log-probs exactly (tests check it).
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Mapping
+
+import numpy as np
+import torch
+from easydict import EasyDict
+from torch import nn
+
+from rlpipe.data import RolloutStorage
+from rlpipe.models import batch_rows, obs_as_tensor
+from rlpipe.models.recurrent_actor_critic import RecurrentActorCritic
+
+from ._common import extend_config
+from ._masks import masked_categorical, policy_mask
+from ._ppo_loss import ppo_terms
+from .ppo import _ACTIVATIONS, _STATS, PPOPolicy, _PPOCollectFace
+
+__all__ = ["PPOLSTMPolicy"]
+
+
+class _LSTMCollectFace(_PPOCollectFace):
+    """PPO's collect face plus `next_values(rollout)` (gae_estimator's recurrent bootstrap)."""
+
+    __slots__ = ("next_values",)
+
+    def __init__(self, policy: "PPOLSTMPolicy") -> None:
+        super().__init__(policy)
+        self.next_values = policy.next_values
+
+
+class PPOLSTMPolicy(PPOPolicy):
+    """PPO with an LSTM (or GRU) actor-critic; see the module docstring."""
+
+    recurrent = True
+    space_hint = "LSTM-PPO acts in Discrete(n), 1-D MultiDiscrete, 1-D MultiBinary or 1-D Box spaces."
+
+    @classmethod
+    def default_config(cls) -> EasyDict:
+        return extend_config(PPOPolicy.default_config(), dict(
+            model=dict(
+                hidden=(64,),         # MLP layers after the core (actor and critic each)
+                activation="relu",
+                share_encoder=False,  # True: one encoder and one core for actor and critic
+                encoder_layers=(),    # encoder layer widths before the core ((): vectors as they are)
+                core_size=64,         # LSTM/GRU hidden size
+                core_kind="lstm",     # "lstm" or "gru"
+            ),
+            learn=dict(
+                batch_size=256,       # steps per minibatch (whole chunks of chunk_len steps)
+                chunk_len=32,         # steps per sequence of truncated BPTT
+            ),
+        ))
+
+    def __init__(self, cfg: Mapping | None, obs_space: Any, action_space: Any) -> None:
+        super().__init__(cfg, obs_space, action_space)
+        self._collect_face = _LSTMCollectFace(self)
+
+    def _build_model(self) -> nn.Module:
+        m = self.cfg.model
+        return RecurrentActorCritic(
+            self.obs_space, self.action_space, encoder_hidden=m.encoder_layers,
+            core_hidden=m.core_size, kind=m.core_kind, head_hidden=m.hidden,
+            activation=_ACTIVATIONS[m.activation], shared_core=m.share_encoder,
+            init_log_std=m.init_log_std, obs_norm=m.obs_norm, encoders=m.encoders)
+
+    def _check_cfg(self) -> None:
+        super()._check_cfg()
+        m, learn = self.cfg.model, self.cfg.learn
+        if m.core_kind not in ("lstm", "gru"):
+            raise ValueError(f"policy.model.core_kind must be 'lstm' or 'gru', got {m.core_kind!r}.")
+        for key, value in (("model.core_size", m.core_size), ("learn.chunk_len", learn.chunk_len)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"policy.{key} must be an int >= 1, got {value!r}.")
+
+    def initial_state(self, n: int) -> Dict[str, Any]:
+        """Zeros per core: {"actor": {"h": [n, H], "c": [n, H]}, "critic": {...}}."""
+        return _to_numpy(self.acting.initial_state(n, torch.device("cpu")))
+
+    # --- acting ----------------------------------------------------------------------------------
+    def _forward_collect(self, obs: Any, state: Any = None, first: Any = None,
+                         action_mask: Any = None) -> Dict[str, Any]:
+        rows = batch_rows(obs)
+        state, first = self._inputs(state, first, rows, "collect", self.collect_device)
+        mask = policy_mask(self.action_space, action_mask, rows, "LSTM-PPO collect",
+                           self.collect_device)
+        with torch.inference_mode():
+            dist, value, after = self.acting.step(obs_as_tensor(obs, self.collect_device),
+                                                  state, first)
+            raw, logp = self._sample(masked_categorical(dist, mask))
+        out = self._collect_output(raw.cpu().numpy(), logp, value)
+        out["state"] = _to_numpy(after)
+        return out
+
+    def _forward_eval(self, obs: Any, state: Any = None, first: Any = None,
+                      action_mask: Any = None) -> Dict[str, Any]:
+        rows = batch_rows(obs)
+        state, first = self._inputs(state, first, rows, "eval", self.device)
+        mask = policy_mask(self.action_space, action_mask, rows, "LSTM-PPO eval", self.device)
+        with self._lock, torch.inference_mode():
+            dist, _, after = self.model.step(obs_as_tensor(obs, self.device), state, first)
+            action = _mode(masked_categorical(dist, mask)).cpu().numpy()
+        return {"action": self._greedy_action(action), "state": _to_numpy(after)}
+
+    def _inputs(self, state: Any, first: Any, rows: int, face: str, device: torch.device) -> Any:
+        if state is None or first is None:
+            raise TypeError(f"PPOLSTMPolicy's {face} face is recurrent: call forward(obs, state="
+                            f"state, first=first) with state from initial_state({rows}) or the "
+                            f"previous step's 'state', and first a bool array [{rows}]")
+        return (_to_torch_state(state, device),
+                torch.as_tensor(np.asarray(first, dtype=bool), device=device))
+
+    def value(self, obs: Any) -> np.ndarray:
+        raise TypeError("PPOLSTMPolicy has no value(obs): its critic needs the hidden state. "
+                        "gae_estimator bootstraps a recurrent policy with collect_mode."
+                        "next_values(rollout) instead")
+
+    def next_values(self, rollout: Mapping[str, Any]) -> np.ndarray:
+        """V(next_obs[t] | state after step t), float32 [T, N], for a time-ordered rollout
+        (nested arrays [T, N, ...]: obs, next_obs, first, and state, of which row 0 is used)."""
+        missing = [k for k in ("obs", "next_obs", "first", "state") if k not in rollout]
+        if missing:
+            raise KeyError(f"PPOLSTMPolicy.next_values: the rollout lacks {missing}; it must come "
+                           f"from the recurrent acting path (records carry first and state)")
+        T, N = np.shape(rollout["first"])[:2]
+        dev = self.collect_device
+        with self._lock, torch.inference_mode():
+            obs = _swap(obs_as_tensor(rollout["obs"], dev))
+            first = torch.as_tensor(np.asarray(rollout["first"], bool), device=dev).T
+            state0 = _to_torch_state(_row(rollout["state"], 0), dev)
+            after = self.acting.critic_states(obs, state0, first)  # each [N, T, H]
+            nxt = _merge_rows(_swap(obs_as_tensor(rollout["next_obs"], dev)))
+            values = self.acting.value_from(nxt, {k: v.reshape(N * T, -1) for k, v in after.items()})
+        return values.reshape(N, T).T.cpu().numpy().astype(np.float32)
+
+    # --- learning ---------------------------------------------------------------------------------
+    def _forward_learn(self, batch: Mapping[str, Any]) -> Dict[str, Any]:
+        store = batch.get("rollout") if isinstance(batch, Mapping) else None
+        if not isinstance(store, RolloutStorage):
+            raise KeyError("LSTM-PPO learns from {'rollout': RolloutStorage} (time-ordered, GAE "
+                           f"computed), as gae_estimator gives a recurrent policy; got keys "
+                           f"{sorted(batch) if isinstance(batch, Mapping) else type(batch).__name__}")
+        c = self.cfg.learn
+        n_chunks = store.n_envs * -(-len(store) // c.chunk_len)
+        n_mb = int(np.clip(round(n_chunks * c.chunk_len / c.batch_size), 1, n_chunks))
+        lr = self.current_lr()
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        stats = []
+        for _ in range(c.epoch_per_collect):
+            rng = np.random.default_rng(int(torch.randint(2**62, (), generator=self._learn_rng)))
+            epoch = [self._update_chunks(obs_as_tensor(mb, self.device))
+                     for mb in store.sequence_minibatches(c.chunk_len, n_mb, rng)]
+            stats += epoch
+            if c.target_kl is not None and torch.stack(epoch)[:, 3].mean() > c.target_kl:
+                break
+        data = store.data
+        valid = np.asarray(data["valid"], bool) if "valid" in data else np.ones(
+            np.shape(data["first"]), bool)
+        self.learned_env_steps += int(valid.sum())
+        if self.model.obs_norm is not None:  # the next rollout is collected with the new stats
+            with self._lock:
+                self.model.obs_norm.update(torch.as_tensor(np.asarray(data["obs"])[valid]))
+        out: Dict[str, Any] = dict(zip(_STATS, torch.stack(stats).mean(0).tolist()))
+        out.update(lr=lr, n_updates=len(stats))
+        return out
+
+    def _update_chunks(self, b: Dict[str, Any]) -> torch.Tensor:
+        """One step on a minibatch of chunks [B, L, ...] from their recorded start states."""
+        dist, value, _ = self.model(b["obs"], b["state"], b["first"])
+        if "action_mask" in b:
+            dist = masked_categorical(dist, b["action_mask"])
+        action = self._net_action(b["raw_action"] if "raw_action" in b else b["action"])
+        old = b["value"] if self.cfg.learn.value_clip is not None else None
+        return self._optimise(ppo_terms(self.cfg.learn, dist, value, action, b["logp"],
+                                        b["advantage"], b["return"], old, mask=b["mask"].bool()))
+
+
+def _mode(dist: Any) -> torch.Tensor:
+    """The most likely action of π in network units."""
+    if isinstance(dist, torch.distributions.Categorical):
+        return dist.logits.argmax(-1)
+    if isinstance(dist, torch.distributions.Independent):
+        return dist.base_dist.loc
+    return dist.mode
+
+
+def _to_numpy(state: Mapping[str, Any]) -> Dict[str, Any]:
+    return {k: _to_numpy(v) if isinstance(v, Mapping) else v.cpu().numpy()
+            for k, v in state.items()}
+
+
+def _to_torch_state(state: Mapping[str, Any], device: torch.device) -> Dict[str, Any]:
+    return {k: _to_torch_state(v, device) if isinstance(v, Mapping)
+            else torch.as_tensor(np.asarray(v), dtype=torch.float32, device=device)
+            for k, v in state.items()}
+
+
+def _row(tree: Any, t: int) -> Any:
+    return {k: _row(v, t) for k, v in tree.items()} if isinstance(tree, Mapping) else tree[t]
+
+
+def _swap(tree: Any) -> Any:
+    """[T, N, ...] leaves → [N, T, ...]."""
+    if isinstance(tree, Mapping):
+        return {k: _swap(v) for k, v in tree.items()}
+    return tree.transpose(0, 1)
+
+
+def _merge_rows(tree: Any) -> Any:
+    if isinstance(tree, Mapping):
+        return {k: _merge_rows(v) for k, v in tree.items()}
+    return tree.reshape((-1,) + tuple(tree.shape[2:]))

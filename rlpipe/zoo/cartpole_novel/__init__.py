@@ -1,0 +1,1 @@
+"""Zoo entries for CartPole without its velocities (rlpipe/CartPoleNoVel-v1, a POMDP)."""

@@ -1,0 +1,1 @@
+"""Zoo entries for Pendulum without its angular velocity (rlpipe/PendulumNoVel-v1, a POMDP)."""
