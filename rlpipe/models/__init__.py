@@ -7,6 +7,7 @@ from ._inputs import batch_rows, obs_as_tensor
 from .encoder import Encoder, MultiPartEncoder, build_encoder
 from .mlp import MLP
 from .q_network import QNetwork
+from .recurrent_q import RecurrentQNetwork
 from .value import ValueNetwork
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "MultiPartEncoder",
     "ObservationShapeError",
     "QNetwork",
+    "RecurrentQNetwork",
     "RunningNorm",
     "SquashedGaussianActor",
     "TwinQCritic",

@@ -8,6 +8,7 @@ from .discrete_cql import DiscreteCQLPolicy
 from .dqn import DQNPolicy
 from .iql import IQLPolicy
 from .ppo import PPOPolicy
+from .r2d2 import R2D2Policy
 from .random_policy import RandomPolicy
 from .registry import UnknownPolicyError, get_policy, policy_names, register_policy
 from .sac import SACPolicy
@@ -26,6 +27,7 @@ __all__ = [
     "ObservationShapeError",
     "PPOPolicy",
     "Policy",
+    "R2D2Policy",
     "RandomPolicy",
     "SACPolicy",
     "TD3BCPolicy",

@@ -19,6 +19,7 @@ from .discrete_cql import DiscreteCQLPolicy
 from .dqn import DQNPolicy
 from .iql import IQLPolicy
 from .ppo import PPOPolicy
+from .r2d2 import R2D2Policy
 from .random_policy import RandomPolicy
 from .sac import SACPolicy
 from .td3 import TD3Policy
@@ -32,6 +33,7 @@ _REGISTRY.update({"dqn": DQNPolicy, "ppo": PPOPolicy, "random": RandomPolicy})
 _REGISTRY.update({"sac": SACPolicy, "td3": TD3Policy})  # continuous control
 _REGISTRY.update({"bc": BCPolicy, "iql": IQLPolicy, "td3-bc": TD3BCPolicy})  # offline RL
 _REGISTRY.update({"cql": CQLPolicy, "discrete-cql": DiscreteCQLPolicy})
+_REGISTRY.update({"r2d2": R2D2Policy})  # recurrent (sequence replay)
 
 
 class UnknownPolicyError(KeyError):

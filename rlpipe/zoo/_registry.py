@@ -33,6 +33,7 @@ ENTRIES: Dict[str, str] = {
     "maskedgrid-dqn": "rlpipe.zoo.maskedgrid.dqn",
     "maskedgrid-ppo": "rlpipe.zoo.maskedgrid.ppo",
     "minigrid-doorkey-ppo": "rlpipe.zoo.minigrid.ppo",
+    "cartpole-novel-r2d2": "rlpipe.zoo.cartpolenovel.r2d2",
 }
 
 

@@ -1,0 +1,1 @@
+"""Zoo entries for CartPole without velocities (rlpipe/CartPoleNoVel-v1, a POMDP)."""
