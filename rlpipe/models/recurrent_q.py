@@ -7,6 +7,7 @@ True start from zeros (the core zeroes them).
 """
 from __future__ import annotations
 
+import importlib
 from typing import Any, Dict, Mapping, Sequence, Tuple
 
 import gymnasium as gym
@@ -19,9 +20,11 @@ State = Dict[str, torch.Tensor]
 
 
 def _core_class() -> Any:
+    # Imported when a network is built: rlpipe.models.recurrent ships with the LSTM-PPO policy
+    # (a module-level `from .recurrent import RecurrentCore` once both are in one tree).
     try:
-        from .recurrent import RecurrentCore
-    except ImportError as err:  # the LSTM-PPO job ships it
+        RecurrentCore = importlib.import_module("rlpipe.models.recurrent").RecurrentCore
+    except ImportError as err:
         raise ImportError("RecurrentQNetwork needs rlpipe.models.recurrent.RecurrentCore, which "
                           "this install lacks; update rlpipe (it ships with the LSTM-PPO policy)"
                           ) from err

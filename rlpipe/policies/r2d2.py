@@ -53,18 +53,18 @@ class R2D2Policy(Policy):
     def default_config(cls) -> EasyDict:
         # The paper's values (Kapturowski et al. 2019, Table 2) where it gives them.
         return EasyDict(
-            device="cpu",
-            seed=None,
+            device="cpu",           # learner device: "cpu", "cuda" or "auto"
+            seed=None,              # seeds network init and exploration (None: fresh entropy)
             model=dict(
                 hidden=(256,),      # encoder layers before the core (the paper: Atari conv torso)
                 core_size=512,    # LSTM width (Table 2: 512)
                 kind="lstm",        # "lstm" (the paper) or "gru"
                 dueling=True,       # dueling head (the paper)
-                encoders={},
+                encoders={},        # per Dict key encoder kind, as DQN's
             ),
             learn=dict(
-                lr=1e-4,            # Adam (Table 2: 1e-4, eps 1e-3)
-                adam_eps=1e-3,
+                lr=1e-4,            # Adam learning rate (Table 2: 1e-4)
+                adam_eps=1e-3,      # Adam epsilon (Table 2: 1e-3)
                 batch_size=64,      # sequences per update (Table 2: 64)
                 gamma=0.997,        # (Table 2)
                 nstep=5,            # (Table 2)
@@ -72,7 +72,7 @@ class R2D2Policy(Policy):
                 burn_in=40,         # burn-in prefix (Table 2: 40)
                 stride=40,          # steps between sequence starts: overlap 40 (Table 2)
                 priority_eta=0.9,   # priority mix η·max + (1−η)·mean (Table 2: 0.9)
-                double_q=True,
+                double_q=True,      # online net picks the bootstrap action, target net values it
                 target_update_freq=2500,  # hard target copy every N updates (Table 2: 2500)
                 tau=None,           # or Polyak averaging every update when set
                 value_rescale=True,  # h(x) = sign(x)(√(|x|+1) − 1) + εx (the paper)

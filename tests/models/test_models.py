@@ -15,7 +15,7 @@ IMG = gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
 def test_all_lists_public_names():
     assert sorted(models.__all__) == [
         "ActorCritic", "ConvTrunk", "DeterministicActor", "Encoder", "GaussianActor", "MLP",
-        "MultiPartEncoder", "ObservationShapeError", "QNetwork", "RunningNorm",
+        "MultiPartEncoder", "ObservationShapeError", "QNetwork", "RecurrentQNetwork", "RunningNorm",
         "SquashedGaussianActor", "TwinQCritic", "UnsupportedSpaceError", "ValueNetwork",
         "batch_rows", "build_encoder", "obs_as_tensor"]
     for name in models.__all__:

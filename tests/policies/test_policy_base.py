@@ -15,7 +15,8 @@ VEC = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
 def test_all_lists_public_names():
     assert sorted(policies.__all__) == [
         "BCPolicy", "CQLPolicy", "CollectMode", "DQNPolicy", "DiscreteCQLPolicy", "EvalMode",
-        "IQLPolicy", "LearnMode", "ObservationShapeError", "PPOPolicy", "Policy", "RandomPolicy",
+        "IQLPolicy", "LearnMode", "ObservationShapeError", "PPOPolicy", "Policy", "R2D2Policy",
+        "RandomPolicy",
         "SACPolicy", "TD3BCPolicy", "TD3Policy", "UnknownPolicyError", "UnsupportedSpaceError",
         "describe_space", "get_policy", "policy_names", "register_policy"]
     for name in policies.__all__:
