@@ -26,7 +26,7 @@ def _examples():
     cfg = EasyDict(run_dir=run_dir, env=dict(stop_value=195.0), ckpt=dict(train_freq=None),
                    policy=dict(collect=dict(n_sample=8, n_episode=1, random_collect_size=0),
                                learn=dict(batch_size=4, update_per_collect=1, nstep=3, gamma=0.9,
-                                          gae_lambda=0.95),
+                                          gae_lambda=0.95, seq_len=8, burn_in=2, stride=4),
                                other=dict(eps=dict(type="linear", start=1.0, end=0.1, decay=10)),
                                eval=dict(evaluator=dict(eval_freq=10, n_episode=1))))
     class Env:  # stands in for an EnvManager: nothing is stepped
@@ -80,6 +80,9 @@ def _examples_of_each_middleware(mw, cfg, env, policy, buffer_):
         "nstep_reward_enhancer(cfg)": mw.nstep_reward_enhancer(cfg),
         "data_pusher(cfg, buffer_)": mw.data_pusher(cfg, buffer_),
         "offpolicy_data_fetcher(cfg, buffer_)": mw.offpolicy_data_fetcher(cfg, buffer_),
+        "SequenceAdding(cfg)": mw.SequenceAdding(cfg),
+        "sequence_pusher(cfg, buffer_)": mw.sequence_pusher(cfg, buffer_),
+        "sequence_fetcher(cfg, buffer_)": mw.sequence_fetcher(cfg, buffer_),
         "trainer(cfg, policy.learn_mode)": mw.trainer(cfg, policy),
         "OffPolicyLearner(cfg, policy.learn_mode, buffer_)": mw.OffPolicyLearner(cfg, policy, buffer_),
         "gae_estimator(cfg, policy.collect_mode)": mw.gae_estimator(cfg, policy),

@@ -10,6 +10,7 @@ from .logger import online_logger, read_metrics
 from .offline import offline_data_fetcher
 from .onpolicy import gae_estimator, multistep_trainer
 from .progress import progress_bar
+from .sequence import SequenceAdding, sequence_fetcher, sequence_pusher
 from .termination import termination_checker
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "NonFiniteLossError",
     "NonFiniteStateError",
     "OffPolicyLearner",
+    "SequenceAdding",
     "StepCollector",
     "concat_steps",
     "data_pusher",
@@ -38,6 +40,8 @@ __all__ = [
     "read_metrics",
     "restore_checkpoint",
     "rolloutor",
+    "sequence_fetcher",
+    "sequence_pusher",
     "termination_checker",
     "trainer",
 ]

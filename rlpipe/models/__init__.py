@@ -9,6 +9,7 @@ from .mlp import MLP
 from .multi_agent import MultiAgentActorCritic
 from .q_network import QNetwork
 from .recurrent import RecurrentCore
+from .recurrent_q import RecurrentQNetwork
 from .value import ValueNetwork
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "ObservationShapeError",
     "QNetwork",
     "RecurrentCore",
+    "RecurrentQNetwork",
     "RunningNorm",
     "SquashedGaussianActor",
     "TwinQCritic",

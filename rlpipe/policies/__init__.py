@@ -10,6 +10,7 @@ from .iql import IQLPolicy
 from .mappo import IPPOPolicy, MAPPOPolicy
 from .ppo import PPOPolicy
 from .ppo_lstm import PPOLSTMPolicy
+from .r2d2 import R2D2Policy
 from .random_policy import RandomPolicy
 from .registry import UnknownPolicyError, get_policy, policy_names, register_policy
 from .sac import SACPolicy
@@ -31,6 +32,7 @@ __all__ = [
     "PPOLSTMPolicy",
     "PPOPolicy",
     "Policy",
+    "R2D2Policy",
     "RandomPolicy",
     "SACPolicy",
     "TD3BCPolicy",

@@ -21,6 +21,7 @@ from .iql import IQLPolicy
 from .mappo import IPPOPolicy, MAPPOPolicy
 from .ppo import PPOPolicy
 from .ppo_lstm import PPOLSTMPolicy
+from .r2d2 import R2D2Policy
 from .random_policy import RandomPolicy
 from .sac import SACPolicy
 from .td3 import TD3Policy
@@ -36,6 +37,7 @@ _REGISTRY.update({"bc": BCPolicy, "iql": IQLPolicy, "td3-bc": TD3BCPolicy})  # o
 _REGISTRY.update({"cql": CQLPolicy, "discrete-cql": DiscreteCQLPolicy})
 _REGISTRY.update({"mappo": MAPPOPolicy, "ippo": IPPOPolicy})  # multi-agent
 _REGISTRY.update({"ppo-lstm": PPOLSTMPolicy})  # recurrent (#15)
+_REGISTRY.update({"r2d2": R2D2Policy})  # recurrent (sequence replay)
 
 
 class UnknownPolicyError(KeyError):

@@ -14,8 +14,9 @@ from rlpipe.middleware import (OffPolicyLearner, StepCollector, data_pusher, eps
                                interaction_evaluator, nstep_reward_enhancer)
 from rlpipe.middleware.exchange import Exchange
 
-from ._pipeline import Pipeline, closed_on_error, make_policy, run_pipeline
+from ._pipeline import DataPath, Pipeline, closed_on_error, make_policy, run_pipeline
 from ._resume import RunState, resumed_context
+from ._sequence import sequence_data
 from ._tail import use_run_tail
 
 RUN_DEFAULTS: Dict[str, Any] = dict(
@@ -97,17 +98,30 @@ def make_buffer(cfg: Any) -> Any:
     return ReplayBuffer(replay.capacity, seed=cfg.seed, controller=schedule)
 
 
+def transition_data(cfg: Any, collector: Any) -> DataPath:
+    """Transitions (n-step when `policy.learn.nstep` > 1) into the run's replay buffer."""
+    buffer_ = make_buffer(cfg)
+
+    def install(task: Any) -> None:
+        if cfg.policy.learn.get("nstep", 1) > 1:
+            task.use(nstep_reward_enhancer(cfg))
+        task.use(data_pusher(cfg, buffer_))
+
+    return DataPath(buffer_, collector, install)
+
+
 def build_offpolicy(cfg: Any, policy_cls: Any, compressor: Any = None,
                     decompressor: Any = None) -> Pipeline:
     """Envs, policy, buffer, collector and (resumed) context of the off-policy pipeline, and
-    its middleware in the order of DI-engine's middleware guide; nothing runs yet."""
+    its middleware in the order of DI-engine's middleware guide; nothing runs yet. A recurrent
+    policy (R2D2) learns from sequences (zoo/_sequence.py) instead of transitions."""
     collector_env, evaluator_env = envs = make_envs(cfg)
     with closed_on_error(envs):
         policy = make_policy(cfg, policy_cls, collector_env)
-        buffer_ = make_buffer(cfg)
         collector = StepCollector(cfg, policy.collect_mode, collector_env)
-        run_state = RunState(cfg.run_dir, collector_env, evaluator_env, collector, buffer_,
-                             save_buffer=cfg.replay.save_buffer) if cfg.run_dir else None
+        data = (sequence_data if policy_cls.recurrent else transition_data)(cfg, collector)
+        run_state = RunState(cfg.run_dir, collector_env, evaluator_env, data.collector_state,
+                             data.buffer, save_buffer=cfg.replay.save_buffer) if cfg.run_dir else None
         ctx = resumed_context(cfg, policy, run_state)
     link = parallel.link()
     exchange = Exchange(cfg, policy, link, compressor, decompressor) if link else None
@@ -119,10 +133,8 @@ def build_offpolicy(cfg: Any, policy_cls: Any, compressor: Any = None,
         if getattr(policy_cls, "explores_with_eps", False):  # DQN; SAC/TD3 explore alone
             task.use(eps_greedy_handler(cfg))
         task.use(collector)
-        if cfg.policy.learn.get("nstep", 1) > 1:
-            task.use(nstep_reward_enhancer(cfg))
-        task.use(data_pusher(cfg, buffer_))
-        task.use(OffPolicyLearner(cfg, policy.learn_mode, buffer_))
+        data.install(task)
+        task.use(OffPolicyLearner(cfg, policy.learn_mode, data.buffer, fetcher=data.fetcher))
         if exchange is not None:
             task.use(exchange.send)
         use_run_tail(task, cfg, policy, run_state)

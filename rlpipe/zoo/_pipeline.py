@@ -73,3 +73,17 @@ def run_pipeline(cfg: Any, build: Callable[[], Pipeline]) -> Dict[str, Any]:
     finally:
         pipeline.close()
     return summary(cfg, ctx, best, start, profile)
+
+
+@dataclasses.dataclass
+class DataPath:
+    """How an off-policy pipeline gets collected steps into its buffer and batches out of it:
+    transitions (`data_pusher`) or sequences for recurrent policies (zoo/_sequence.py)."""
+
+    buffer: Any
+    collector_state: Any
+    """What the run's resume state saves as the collector's (`get_state`/`set_state`)."""
+    install: Callable[[Any], None]
+    """`install(task)`: the middleware between the collector and the learner."""
+    fetcher: Any = None
+    """The learner's fetcher (None: `offpolicy_data_fetcher`)."""

@@ -37,6 +37,7 @@ ENTRIES: Dict[str, str] = {
     "cartpole-novel-ppo-lstm": "rlpipe.zoo.cartpole_novel.ppo_lstm",
     "pendulum-novel-ppo-lstm": "rlpipe.zoo.pendulum_novel.ppo_lstm",
     "minigrid-memory-ppo-lstm": "rlpipe.zoo.minigrid.memory_ppo_lstm",
+    "cartpole-novel-r2d2": "rlpipe.zoo.cartpole_novel.r2d2",
 }
 
 

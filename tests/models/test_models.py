@@ -16,7 +16,7 @@ def test_all_lists_public_names():
     assert sorted(models.__all__) == [
         "ActorCritic", "ConvTrunk", "DeterministicActor", "Encoder", "GaussianActor", "MLP",
         "MultiAgentActorCritic", "MultiPartEncoder", "ObservationShapeError", "QNetwork",
-        "RecurrentCore", "RunningNorm",
+        "RecurrentCore", "RecurrentQNetwork", "RunningNorm",
         "SquashedGaussianActor", "TwinQCritic", "UnsupportedSpaceError", "ValueNetwork",
         "batch_rows", "build_encoder", "obs_as_tensor"]
     for name in models.__all__:

@@ -16,7 +16,7 @@ def test_all_lists_public_names():
     assert sorted(policies.__all__) == [
         "BCPolicy", "CQLPolicy", "CollectMode", "DQNPolicy", "DiscreteCQLPolicy", "EvalMode",
         "IPPOPolicy", "IQLPolicy", "LearnMode", "MAPPOPolicy", "ObservationShapeError",
-        "PPOLSTMPolicy", "PPOPolicy", "Policy", "RandomPolicy",
+        "PPOLSTMPolicy", "PPOPolicy", "Policy", "R2D2Policy", "RandomPolicy",
         "SACPolicy", "TD3BCPolicy", "TD3Policy", "UnknownPolicyError", "UnsupportedSpaceError",
         "describe_space", "get_policy", "policy_names", "register_policy"]
     for name in policies.__all__:
