@@ -33,6 +33,15 @@ ENTRIES: Dict[str, str] = {
     "maskedgrid-dqn": "rlpipe.zoo.maskedgrid.dqn",
     "maskedgrid-ppo": "rlpipe.zoo.maskedgrid.ppo",
     "minigrid-doorkey-ppo": "rlpipe.zoo.minigrid.ppo",
+    # offline: trained from a data set (PIPELINE = "offline"; see rlpipe/zoo/_recipes.py)
+    "cartpole-bc": "rlpipe.zoo.cartpole.bc",
+    "cartpole-cql": "rlpipe.zoo.cartpole.cql",
+    "pendulum-bc": "rlpipe.zoo.pendulum.bc",
+    "pendulum-td3bc": "rlpipe.zoo.pendulum.td3bc",
+    "pendulum-iql": "rlpipe.zoo.pendulum.iql",
+    "pendulum-cql": "rlpipe.zoo.pendulum.cql",
+    "hopper-iql": "rlpipe.zoo.hopper.iql",
+    "hopper-td3bc": "rlpipe.zoo.hopper.td3bc",
 }
 
 
