@@ -108,7 +108,8 @@ class OfflineDataset:
         Box) observation space, every observation counted once (final ones included)."""
         if self._nested or len(self.observation_space.shape or ()) != 1:
             raise OfflineDataError(f"data set {self.id!r}: observation statistics need vector "
-                                   f"observations (a 1-D Box), not {_one_line(self.observation_space)}")
+                                   f"observations (a 1-D Box), not "
+                                   f"{_one_line(self.observation_space)}")
         obs = self._data.obs[()]
         return obs.mean(axis=0, dtype=np.float64), obs.std(axis=0, dtype=np.float64)
 
