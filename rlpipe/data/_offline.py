@@ -3,7 +3,7 @@ in the ReplayBuffer's batch layout, so the same learners train online and offlin
 from __future__ import annotations
 
 import threading
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import gymnasium as gym
 import numpy as np
@@ -102,6 +102,16 @@ class OfflineDataset:
     def nbytes(self) -> int:
         """Bytes of the arrays held (observations once, the index arrays included)."""
         return self._data.nbytes
+
+    def obs_stats(self) -> Tuple[np.ndarray, np.ndarray]:
+        """Per-dimension mean and std (float64) of the stored observations of a vector (1-D
+        Box) observation space, every observation counted once (final ones included)."""
+        if self._nested or len(self.observation_space.shape or ()) != 1:
+            raise OfflineDataError(f"data set {self.id!r}: observation statistics need vector "
+                                   f"observations (a 1-D Box), not "
+                                   f"{_one_line(self.observation_space)}")
+        obs = self._data.obs[()]
+        return obs.mean(axis=0, dtype=np.float64), obs.std(axis=0, dtype=np.float64)
 
     @property
     def epoch(self) -> int:

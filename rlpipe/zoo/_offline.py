@@ -77,8 +77,11 @@ def explained(err: OfflineDataError, dataset_id: str) -> OfflineDataError:
     text = str(err)
     if "is not in the Minari root" not in text:
         return err
-    return OfflineDataError(f"{text.split('; make it with')[0]}; make one with "
-                            f"{MAKE_ONE.format(id=dataset_id)}")
+    from ._recipes import RECIPES
+
+    make = (" && ".join(f"`{line}`" for line in RECIPES[dataset_id]) if dataset_id in RECIPES
+            else MAKE_ONE.format(id=dataset_id))
+    return OfflineDataError(f"{text.split('; make it with')[0]}; make one with {make}")
 
 
 def spec_of(dataset_id: str) -> Any:
@@ -123,6 +126,14 @@ def make_eval_env(cfg: Any, dataset: Any) -> EnvManager:
     return env
 
 
+def normalize_obs(policy: Any, dataset: Any) -> None:
+    """A policy that normalises its observations (`set_obs_normalizer(mean, std)`, e.g. TD3+BC)
+    gets the data set's per-dimension mean and std before training; its `state_dict` keeps
+    them, so `--resume` and `rlpipe eval` use the same statistics."""
+    if hasattr(policy, "set_obs_normalizer"):
+        policy.set_obs_normalizer(*dataset.obs_stats())
+
+
 def build_offline(cfg: Any, policy_cls: Any) -> Pipeline:
     """Data set, eval env, policy and (resumed) context of the offline pipeline, and its
     middleware: evaluator → offline_data_fetcher → trainer → the run's tail."""
@@ -131,6 +142,7 @@ def build_offline(cfg: Any, policy_cls: Any) -> Pipeline:
     envs = (evaluator_env,)
     with closed_on_error(envs):
         policy = make_policy(cfg, policy_cls, dataset)  # the data set's spaces
+        normalize_obs(policy, dataset)  # resume / --init-from then load the saved statistics
         run_state = RunState(cfg.run_dir, None, evaluator_env, None,
                              dataset=dataset) if cfg.run_dir else None
         ctx = resumed_context(cfg, policy, run_state, OfflineRLContext)

@@ -38,6 +38,15 @@ ENTRIES: Dict[str, str] = {
     "pendulum-novel-ppo-lstm": "rlpipe.zoo.pendulum_novel.ppo_lstm",
     "minigrid-memory-ppo-lstm": "rlpipe.zoo.minigrid.memory_ppo_lstm",
     "cartpole-novel-r2d2": "rlpipe.zoo.cartpole_novel.r2d2",
+    # offline: trained from a data set (PIPELINE = "offline"; see rlpipe/zoo/_recipes.py)
+    "cartpole-bc": "rlpipe.zoo.cartpole.bc",
+    "cartpole-cql": "rlpipe.zoo.cartpole.cql",
+    "pendulum-bc": "rlpipe.zoo.pendulum.bc",
+    "pendulum-td3bc": "rlpipe.zoo.pendulum.td3bc",
+    "pendulum-iql": "rlpipe.zoo.pendulum.iql",
+    "pendulum-cql": "rlpipe.zoo.pendulum.cql",
+    "hopper-iql": "rlpipe.zoo.hopper.iql",
+    "hopper-td3bc": "rlpipe.zoo.hopper.td3bc",
 }
 
 

@@ -1,0 +1,158 @@
+"""Offline RL on data sets made from rlpipe's own zoo policies: returns, wall time, steps/s.
+
+    nice .venv/bin/python benchmarks/offline.py                    # 5 seeds, all bars
+    nice .venv/bin/python benchmarks/offline.py --seeds 2 --only pendulum
+
+1. Makes the data sets with the commands of `rlpipe/zoo/_recipes.py` (run folders and the
+   Minari root under --workdir), and records the recipe actually run:
+   - CartPole "medium": `cartpole-dqn` stopped at a mean eval return >= 200, rolled for 100
+     episodes with the first epsilon of 0.2, 0.1, 0.3, 0.05, 0.4, 0.5 that puts the behaviour
+     mean return in 150-300;
+   - Pendulum "medium-replay": the replay buffer of `pendulum-sac` stopped at a mean eval
+     return >= -700 (`rlpipe dataset collect --from-replay`).
+2. Trains each offline zoo entry on them for every seed (`rlpipe train ENTRY --seed S`) and
+   takes the run summary's final evaluation (10 episodes of the final weights).
+3. Prints a table (returns per seed, mean, wall time, gradient steps/s) and the bars:
+   CartPole: BC within 10% of the behaviour return, CQL >= it; Pendulum: TD3+BC, IQL and CQL
+   >= -250 on 4/5 of the seeds (the same fraction of fewer), BC's mean below each of theirs
+   by 100 or more. Writes results.json to --workdir.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
+
+from rlpipe.cli import main as rlpipe  # noqa: E402
+from rlpipe.zoo._recipes import RECIPES  # noqa: E402
+
+CARTPOLE, PENDULUM = "cartpole/medium-v0", "pendulum/medium-replay-v0"
+ENTRIES = {CARTPOLE: ("cartpole-bc", "cartpole-cql"),
+           PENDULUM: ("pendulum-td3bc", "pendulum-iql", "pendulum-cql", "pendulum-bc")}
+EPSILONS = (0.2, 0.1, 0.3, 0.05, 0.4, 0.5)
+PENDULUM_BAR, BC_GAP = -250.0, 100.0
+
+
+def run(line: str) -> Dict[str, Any]:
+    """`line` (an `rlpipe ...` command) in this process; its last stdout line as JSON when it
+    is one, else the printed text."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = rlpipe(shlex.split(line)[1:])
+    text = out.getvalue().strip()
+    if code != 0:
+        raise RuntimeError(f"`{line}` exited with {code}:\n{text[-2000:]}")
+    last = text.splitlines()[-1] if text else ""
+    return json.loads(last) if last.startswith("{") else {"text": text}
+
+
+def mean_return(dataset_id: str) -> float:
+    from rlpipe.data import load_dataset
+
+    return float(load_dataset(dataset_id).episode_returns.mean())
+
+
+def make_cartpole() -> Dict[str, Any]:
+    train, collect = RECIPES[CARTPOLE]
+    summary = run(f"{train} --no-progress")
+    for eps in EPSILONS:
+        line = collect.replace("--eps 0.2", f"--eps {eps}") + " --overwrite --no-progress"
+        run(line)
+        behaviour = mean_return(CARTPOLE)
+        if 150 <= behaviour <= 300:
+            break
+    return dict(commands=[train, line], policy_eval_return=summary["best_eval_value"],
+                behaviour_return=behaviour, in_range=150 <= behaviour <= 300)
+
+
+def make_pendulum() -> Dict[str, Any]:
+    train, collect = RECIPES[PENDULUM]
+    summary = run(f"{train} --no-progress")
+    run(f"{collect} --overwrite")
+    return dict(commands=[train, collect], stopped_at_eval_return=summary["best_eval_value"],
+                env_steps=summary["env_step"], behaviour_return=mean_return(PENDULUM))
+
+
+def train_entry(entry: str, seed: int) -> Dict[str, Any]:
+    start = time.perf_counter()
+    s = run(f"rlpipe train {entry} --seed {seed} --run-dir runs/{entry}-s{seed} --no-progress")
+    wall = time.perf_counter() - start
+    return dict(seed=seed, ret=s["eval_value"], wall=wall, steps=s["train_iter"],
+                steps_per_s=s["train_iter"] / wall)
+
+
+def bars(results: Dict[str, List[Dict[str, Any]]], data: Dict[str, Any]) -> List[str]:
+    def mean(entry: str) -> float:
+        rets = [r["ret"] for r in results[entry]]
+        return sum(rets) / len(rets)
+
+    lines = []
+    if CARTPOLE in data:
+        b = data[CARTPOLE]["behaviour_return"]
+        bc, cql = mean("cartpole-bc"), mean("cartpole-cql")
+        lines.append(f"CartPole BC within 10% of behaviour {b:.1f}: {bc:.1f} -> "
+                     f"{'HOLDS' if abs(bc - b) <= 0.1 * b else 'FAILS'}")
+        lines.append(f"CartPole CQL >= behaviour {b:.1f}: {cql:.1f} -> "
+                     f"{'HOLDS' if cql >= b else 'FAILS'}")
+    if PENDULUM in data:
+        bc = mean("pendulum-bc")
+        for entry in ("pendulum-td3bc", "pendulum-iql", "pendulum-cql"):
+            rets = [r["ret"] for r in results[entry]]
+            hits, need = sum(r >= PENDULUM_BAR for r in rets), -(-4 * len(rets) // 5)
+            lines.append(f"Pendulum {entry} >= {PENDULUM_BAR:g} on {hits}/{len(rets)} seeds "
+                         f"(need {need}) -> {'HOLDS' if hits >= need else 'FAILS'}")
+            lines.append(f"Pendulum BC mean {bc:.1f} below {entry} mean {mean(entry):.1f} by "
+                         f">= {BC_GAP:g} -> {'HOLDS' if mean(entry) - bc >= BC_GAP else 'FAILS'}")
+    return lines
+
+
+def table(results: Dict[str, List[Dict[str, Any]]]) -> str:
+    rows = ["| entry | return per seed | mean | wall s (per run) | grad steps/s |",
+            "|---|---|---|---|---|"]
+    for entry, runs in results.items():
+        rets = [r["ret"] for r in runs]
+        rows.append(f"| {entry} | {', '.join(f'{x:.0f}' for x in rets)} | "
+                    f"{sum(rets) / len(rets):.1f} | {sum(r['wall'] for r in runs) / len(runs):.0f}"
+                    f" | {sum(r['steps_per_s'] for r in runs) / len(runs):.0f} |")
+    return "\n".join(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--only", choices=("cartpole", "pendulum"), default=None)
+    parser.add_argument("--workdir", default="benchmarks/results/offline")
+    args = parser.parse_args()
+    work = Path(args.workdir).absolute()
+    work.mkdir(parents=True, exist_ok=True)
+    os.environ["MINARI_DATASETS_PATH"] = str(work / "minari")
+    os.chdir(work)
+    makers = {CARTPOLE: make_cartpole, PENDULUM: make_pendulum}
+    chosen = [d for d in makers if args.only is None or d.startswith(args.only)]
+    data, results = {}, {}
+    for dataset_id in chosen:
+        start = time.perf_counter()
+        data[dataset_id] = {**makers[dataset_id](), "make_wall_s": time.perf_counter() - start}
+        print(f"{dataset_id}: {json.dumps(data[dataset_id])}", flush=True)
+        for entry in ENTRIES[dataset_id]:
+            results[entry] = []
+            for seed in range(args.seeds):
+                results[entry].append(train_entry(entry, seed))
+                print(f"  {entry} seed {seed}: {json.dumps(results[entry][-1])}", flush=True)
+    print(table(results))
+    for line in bars(results, data):
+        print(line)
+    (work / "results.json").write_text(json.dumps(dict(data=data, results=results), indent=1))
+
+
+if __name__ == "__main__":
+    main()

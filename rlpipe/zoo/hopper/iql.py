@@ -1,0 +1,37 @@
+"""IQL on MuJoCo Hopper-v5 from data set hopper/medium-v0 (a config and a smoke test only).
+
+The paper's D4RL locomotion settings (Kostrikov et al. 2021): 256-256 MLPs, Adam 3e-4, batch
+256, expectile 0.7, β = 3, weights clipped at 100, cosine actor lr over 1M updates (hours here).
+Needs the [mujoco] extra. Train on another data set with `--set dataset.id=ID`. The default data
+set (D4RL-style medium) is made by:
+"""
+from typing import Any, Dict
+
+from rlpipe.policies import IQLPolicy
+from rlpipe.zoo._offline import resolve_config, run_offline
+from rlpipe.zoo._recipes import recipe_text
+
+POLICY = IQLPolicy
+PIPELINE = "offline"
+REQUIRES = {"mujoco": "mujoco"}  # import name -> rlpipe extra
+DATASET = "hopper/medium-v0"
+__doc__ += recipe_text(DATASET)
+
+config: Dict[str, Any] = dict(
+    max_train_iter=1_000_000,
+    dataset=dict(id=DATASET),
+    env=dict(id="Hopper-v5", eval_n_envs=5, stop_value=None),
+    policy=dict(
+        learn=dict(batch_size=256, expectile=0.7, beta=3.0, max_weight=100.0,
+                   actor_lr_cosine_steps=1_000_000),
+        eval=dict(evaluator=dict(eval_freq=5000, n_episode=10)),
+    ),
+)
+
+
+def main(cfg: Any) -> Dict[str, Any]:
+    return run_offline(cfg, IQLPolicy)
+
+
+if __name__ == "__main__":
+    print(main(resolve_config(IQLPolicy, config)))

@@ -1,0 +1,35 @@
+"""BC on Pendulum-v1 from data set pendulum/medium-replay-v0: regresses the data's actions.
+
+Deterministic MSE onto the data's actions, a 256-256 MLP, Adam 3e-4, batch 256, 5000 updates
+(the TD3+BC paper's BC settings): the baseline the offline RL entries must beat on replay data.
+Train on another data set with `--set dataset.id=ID`. The default data set is made by:
+"""
+from typing import Any, Dict
+
+from rlpipe.policies import BCPolicy
+from rlpipe.zoo._offline import resolve_config, run_offline
+from rlpipe.zoo._recipes import recipe_text
+
+POLICY = BCPolicy
+PIPELINE = "offline"
+DATASET = "pendulum/medium-replay-v0"
+__doc__ += recipe_text(DATASET)
+
+config: Dict[str, Any] = dict(
+    max_train_iter=5000,
+    dataset=dict(id=DATASET),
+    env=dict(id="Pendulum-v1", eval_n_envs=5, stop_value=None),
+    policy=dict(
+        model=dict(hidden=(256, 256)),
+        learn=dict(batch_size=256, lr=3e-4, loss="mse"),
+        eval=dict(evaluator=dict(eval_freq=2500, n_episode=10)),
+    ),
+)
+
+
+def main(cfg: Any) -> Dict[str, Any]:
+    return run_offline(cfg, BCPolicy)
+
+
+if __name__ == "__main__":
+    print(main(resolve_config(BCPolicy, config)))
