@@ -15,6 +15,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 from ._current import global_task
@@ -28,6 +29,10 @@ NAMESPACE = "rlpipe"
 RUN = "run"
 """The blob the trainer publishes for the workers: info {"args": [...]} of their main."""
 BEAT_S = 1.0
+TRAINER_DONE = "trainer_done"
+"""Hub counter the trainer adds to when it let go of the hub (`stop_hub` waits for it)."""
+TRAINER_GRACE_S = 30.0
+WORKER_GRACE_S = 10.0
 
 
 class HubNotFoundError(ValueError):
@@ -85,6 +90,11 @@ def stop_hub(name: str, address: Optional[str]) -> Dict[str, Any]:
     hub = hub_handle(ray, name, address)
     ray.get(hub.finish.remote())
     state = ray.get(hub.state.remote())
+    deadline = time.monotonic() + TRAINER_GRACE_S
+    while (state["versions"].get(RUN) and not state["counters"].get(TRAINER_DONE)
+           and time.monotonic() < deadline):  # let the trainer end its run with the hub there
+        time.sleep(0.2)
+        state = ray.get(hub.state.remote())
     ray.kill(hub, no_restart=True)
     return state
 
@@ -118,6 +128,7 @@ def trainer_link(name: str, address: Optional[str], args: Sequence[Any]) -> Iter
         task._roles = roles_before
         if learner is not None:
             try:
+                learner.add({TRAINER_DONE: 1})
                 learner.finish()
             except Exception as err:  # the hub is gone (stopped): the workers stop with it
                 log.warning("could not tell hub %r that the training ended: %r", name, err)
@@ -188,14 +199,39 @@ def run_workers(name: str, address: Optional[str], n: int, main: Callable[..., A
     members = [f"{worker_id}-{i}" for i in range(n)]
     cls = ray.remote(_Collector).options(**options)
     actors = [cls.remote() for _ in members]
-    futures = {a.run.remote(hub, m, main, args): m for a, m in zip(actors, members)}
+    futures = {a.run.remote(hub, m, main, args): (m, a) for a, m in zip(actors, members)}
+    return _wait_workers(ray, hub, futures)
+
+
+def _wait_workers(ray: Any, hub: Any, futures: Dict[Any, Any]) -> Dict[str, List[str]]:
+    """Wait for the collectors; those not done `WORKER_GRACE_S` after the training finished
+    (e.g. never placed: no free CPU) or after the hub went away are killed."""
     ended: List[str] = []
     lost: List[str] = []
-    for future, member in futures.items():
-        try:
-            ended.append(ray.get(future))
-        except (ray.exceptions.RayActorError, ray.exceptions.NodeDiedError) as err:
-            log.warning("collector %s is gone (%s): the training goes on without it",
-                        member, type(err).__name__)
-            lost.append(member)
+    pending = dict(futures)
+    deadline: Optional[float] = None
+    while pending:
+        done, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
+        for future in done:
+            member = pending.pop(future)[0]
+            try:
+                ended.append(ray.get(future))
+            except (ray.exceptions.RayActorError, ray.exceptions.NodeDiedError) as err:
+                log.warning("collector %s is gone (%s): the training goes on without it",
+                            member, type(err).__name__)
+                lost.append(member)
+        if pending and deadline is None:
+            try:
+                finished = ray.get(hub.state.remote())["finished"]
+            except ray.exceptions.RayActorError:  # the hub was stopped
+                finished = True
+            if finished:
+                deadline = time.monotonic() + WORKER_GRACE_S
+        if pending and deadline is not None and time.monotonic() > deadline:
+            log.warning("collector(s) %s still running %.0f s after the training ended (never "
+                        "placed? see --num-cpus): stopped", ", ".join(m for m, _ in pending.values()),
+                        WORKER_GRACE_S)
+            for _, actor in pending.values():
+                ray.kill(actor, no_restart=True)
+            break
     return {"ended": ended, "lost": lost}

@@ -6,8 +6,8 @@ logs: `parallel/weights_lag` (mean versions the batches' weights were behind),
 `collect/samples_from/<worker>`
 (env steps received from that collector so far), `collect/workers` (collectors there now) and
 `collect/lost_workers` (collectors whose node or process died: members of a served hub whose
-beats stopped). It asks the hub for its members at most once per `every_s` seconds, and logs
-one warning line each time collectors are found lost.
+beats stopped). It asks the hub for its members at most once per `every_s` seconds, logs one
+info line at a collector's first samples and one warning line each time collectors are lost.
 """
 from __future__ import annotations
 
@@ -32,6 +32,8 @@ class WorkerCounts:
     def update(self, messages: Sequence[Mapping[str, Any]], version: int) -> Dict[str, float]:
         for m in messages:
             source = str(m.get("source", "?")).replace(" ", "_")
+            if source not in self.samples:
+                log.info("first samples from collector %s", source)
             self.samples[source] = self.samples.get(source, 0) + int(m["env_step"])
         now = time.monotonic()
         if now >= self._next_look:
