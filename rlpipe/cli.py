@@ -1,4 +1,4 @@
-"""`rlpipe list | train | config | eval | plot | graph | dataset`: the command line."""
+"""`rlpipe list | train | config | eval | plot | graph | dataset | serve | trainer | worker`."""
 from __future__ import annotations
 
 import argparse
@@ -92,6 +92,9 @@ def _parser() -> argparse.ArgumentParser:
     graph.add_argument("--out", help="draw it to this .png or .svg file instead of printing it")
 
     _add_dataset(sub)
+    from rlpipe.zoo._cluster_cli import add_cluster_commands
+
+    add_cluster_commands(sub)
     for command in sub.choices.values():  # also after the command: `rlpipe train --debug ...`
         command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                              help=DEBUG_HELP)
@@ -334,6 +337,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             return _cmd_config(args)
         if args.command == "dataset":
             return _cmd_dataset(args)
+        if args.command in ("serve", "trainer", "worker"):
+            from rlpipe.zoo._cluster_cli import run_cluster_command
+
+            return run_cluster_command(args, _print_summary)
         return _cmd_eval(args)
     except Interrupted as stop:
         if stop.summary is not None:

@@ -1,7 +1,8 @@
 """The hub of a distributed run: the one place its processes meet (no Ray import here).
 
-`Hub` holds bounded named queues, versioned blobs, counters, the run-wide finish flag and the
-restart count. Its methods are coroutines: `rlpipe.engine.parallel` runs it as an async Ray
+`Hub` holds bounded named queues, versioned blobs, counters, the run-wide finish flag, the
+restart count and the members that joined (`rlpipe worker` collectors of a served hub, which
+beat every second; one silent for `lost_after_s` is counted lost). Its methods are coroutines: `rlpipe.engine.parallel` runs it as an async Ray
 actor (one event loop, so every method is atomic and waits never block other callers);
 `local_links` runs it on an event loop thread in this process (tests, examples).
 """
@@ -20,9 +21,15 @@ class Hub:
     Every wait ends as soon as `finish()` is called.
     """
 
-    def __init__(self, queue_size: int = 16) -> None:
+    def __init__(self, queue_size: int = 16, lost_after_s: float = 5.0) -> None:
         if not isinstance(queue_size, int) or queue_size < 1:
             raise ValueError(f"queue_size must be an int >= 1, got {queue_size!r}")
+        if not lost_after_s > 0:
+            raise ValueError(f"lost_after_s must be > 0 seconds, got {lost_after_s!r}")
+        self._lost_after_s = float(lost_after_s)
+        self._members: Dict[str, float] = {}  # member -> hub time of its last beat
+        self._lost: List[str] = []
+        self._joined = 0
         self._queue_size = queue_size
         self._queues: Dict[str, Deque[Any]] = {}
         self._blobs: Dict[str, Tuple[int, Any, Dict[str, Any]]] = {}
@@ -130,9 +137,45 @@ class Hub:
         self._restarts[who] = self._restarts.get(who, 0) + 1
         return sum(self._restarts.values())
 
+    async def join(self, member: str) -> int:
+        """Add `member` (a collector started by a worker) to the run; returns its index
+        (0, 1, ... in the order they joined: its seed). A name already live is refused."""
+        self._sweep()
+        if member in self._members:
+            raise ValueError(f"a member named {member!r} is already in this run: give each "
+                             f"worker its own id (rlpipe worker --id)")
+        self._members[member] = asyncio.get_running_loop().time()
+        self._joined += 1
+        return self._joined - 1
+
+    async def beat(self, member: str) -> bool:
+        """`member` is alive; False when it is not (or no longer) a member: it was counted lost."""
+        if member not in self._members:
+            return False
+        self._members[member] = asyncio.get_running_loop().time()
+        return True
+
+    async def leave(self, member: str) -> None:
+        """`member` ends cleanly (not counted lost)."""
+        self._members.pop(member, None)
+
+    def _sweep(self) -> None:
+        """Count the members silent for `lost_after_s` as lost."""
+        if not self._members:
+            return
+        now = asyncio.get_running_loop().time()
+        for member, seen in list(self._members.items()):
+            if now - seen > self._lost_after_s:
+                del self._members[member]
+                self._lost.append(member)
+
     async def state(self) -> Dict[str, Any]:
-        """Counters, finish flag, blob versions, queue lengths and restarts (total and by process)."""
+        """Counters, finish flag, blob versions, queue lengths, restarts (total and by process),
+        live `members`, `lost` members (in the order they were found silent) and `joined`."""
+        self._sweep()
         return {"counters": dict(self._counters), "finished": self._finished,
                 "versions": {k: v[0] for k, v in self._blobs.items()},
                 "queues": {k: len(q) for k, q in self._queues.items()},
-                "restarts": sum(self._restarts.values()), "restarted": dict(self._restarts)}
+                "restarts": sum(self._restarts.values()), "restarted": dict(self._restarts),
+                "members": sorted(self._members), "lost": list(self._lost),
+                "joined": self._joined}

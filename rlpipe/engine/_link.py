@@ -81,8 +81,11 @@ class Link:
     """
 
     def __init__(self, transport: Transport, role: "Role | str", index: int = 0, attempt: int = 0,
-                 collectors: int = 0, evaluator: bool = False) -> None:
+                 collectors: int = 0, evaluator: bool = False,
+                 member: Optional[str] = None) -> None:
         self._t = transport
+        self.member = member
+        """The name a collector of a served hub joined with (`Hub.join`); None otherwise."""
         self.role = Role.parse(role)
         self.index = index
         """Which collector this is (0 .. collectors-1); 0 for the learner and the evaluator."""
@@ -101,6 +104,8 @@ class Link:
 
     @property
     def name(self) -> str:
+        if self.member is not None:
+            return self.member
         return f"collector {self.index}" if self.role is Role.COLLECTOR else self.role.value
 
     def push(self, queue: str, items: Sequence[Any], counters: Optional[Mapping[str, float]] = None,

@@ -7,19 +7,22 @@ the finish flag). In a single process `link()` is None. Ray is imported only ins
 this module imports without it.
 
 This is the public face; the parts live below it: `_link.py` (Link, transports, `link()`),
-`_ray.py` (the Ray launcher), `_local.py` (child processes of this machine), `_hub.py`.
+`_ray.py` (the Ray launcher), `_local.py` (child processes of this machine), `_hub.py`,
+`_cluster.py` (a hub served on a Ray cluster: `rlpipe serve / trainer / worker`).
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence
 
+from ._cluster import HubNotFoundError, run_workers, serve_hub, stop_hub, trainer_link
 from ._hub import Hub
 from ._link import Link, Update, link, local_links
 from ._local import ProcessFailedError, launch_local
 from ._ray import STATUS, LearnerDiedError, RayNotInstalledError, launch_ray, require_ray
 
-__all__ = ["STATUS", "Hub", "LearnerDiedError", "Link", "ProcessFailedError", "RayNotInstalledError",
-           "Update", "launch", "link", "local_links", "require_ray"]
+__all__ = ["STATUS", "Hub", "HubNotFoundError", "LearnerDiedError", "Link", "ProcessFailedError",
+           "RayNotInstalledError", "Update", "launch", "link", "local_links", "require_ray",
+           "run_workers", "serve_hub", "stop_hub", "trainer_link"]
 
 
 def launch(main: Callable[..., Any], collectors: int = 1, evaluator: bool = False,

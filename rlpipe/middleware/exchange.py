@@ -4,12 +4,12 @@
 middleware for that process's role, `receive` (use it first in the chain) and `send` (use it
 after the learner):
 
-- collector: `receive` takes the newest weights into the policy, the run's env-step count and
-  the finish flag; `send` queues this iteration's `ctx.trajectories` for the learner, with the
-  weight version it acted with and its env-step and episode counts;
-- learner: `receive` waits for the next collector batch (`batches_per_iter`) and sets
-  `ctx.trajectories`, `env_step`, `env_episode`, `episode_info` (and takes the evaluator
-  process's results); `send` puts the policy's weights in the object store as the next version
+- collector: `receive` takes the newest weights, the run's env-step count and the finish flag;
+  `send` queues this iteration's `ctx.trajectories` for the learner, with the weight version it
+  acted with, its env-step and episode counts and its name (`collect/samples_from/<name>`);
+- learner: `receive` waits for the next collector batch (`batches_per_iter`), sets
+  `ctx.trajectories`, `env_step`, `env_episode`, `episode_info`, logs who collects
+  (`_workers.WorkerCounts`) and takes the evaluator process's results; `send` puts the policy's weights in the object store as the next version
   every `publish_every` train iterations;
 - evaluator: `receive` waits for newer weights and takes the learner's `train_iter` and
   `env_step`; `send` hands each new evaluation to the learner (which finishes the run when it
@@ -18,12 +18,11 @@ after the learner):
 
 The end of a run: the learner's `final_evaluation()` asks (event `FINAL_EVAL`) for the weights
 it ends with; with an evaluator process, the learner publishes them marked final and waits for
-that process's evaluation of them, as in a single process (unless that process ended the run at
-stop_value: its last evaluation is then the run's). The learner logs every evaluation of the
-evaluator process, with its own env step; the evaluator process logs none.
+its evaluation of them (unless that process ended the run at stop_value: its last evaluation is
+then the run's). The learner logs the evaluator process's evaluations, with its own env step.
 
-A collector acts only with the learner's weights (also after `--resume`). Trajectories pass through an optional pair
-of user functions, `compressor(trajectories) -> payload` on the collector and
+A collector acts only with the learner's weights (also after `--resume`). Trajectories pass
+through an optional pair of user functions, `compressor(trajectories) -> payload` on the collector and
 `decompressor(payload) -> trajectories` on the learner (as TMRL's sample compressor).
 """
 from __future__ import annotations
@@ -34,7 +33,6 @@ import threading
 import time
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
 
-import numpy as np
 import torch
 
 from rlpipe.contexts import OnlineRLContext
@@ -42,6 +40,7 @@ from rlpipe.engine import Role, contract, current_task
 from rlpipe.engine import parallel
 
 from ._cfg import setting
+from ._workers import WorkerCounts
 from .evaluator import FINAL_EVAL, log_evaluation
 
 log = logging.getLogger(__name__)
@@ -152,7 +151,7 @@ class SendTrajectories:
         payload = self.compressor(data) if self.compressor is not None else data
         message = {"data": payload, "env_step": steps, "env_episode": episodes,
                    "episodes": list(ctx.episode_info or []), "version": s.version,
-                   "source": s.link.index}
+                   "source": s.link.name}
         s.link.push(TRAJECTORIES, [message], {"env_step": steps, "env_episode": episodes})
 
 
@@ -168,6 +167,7 @@ class ReceiveTrajectories:
         self.decompressor = decompressor
         self.batches_per_iter = batches_per_iter
         self.evaluator_stopped = False  # the evaluator process ended the run (stop_value)
+        self.workers = WorkerCounts(shared.link)
         writes = ["trajectories", "env_step", "env_episode", "episode_info", "info_for_logging"]
         if shared.link.evaluator:
             writes += ["eval_value", "eval_output", "last_eval_iter", "last_eval_value",
@@ -200,9 +200,7 @@ class ReceiveTrajectories:
             episodes.extend(m["episodes"])
         ctx.trajectories = steps
         ctx.episode_info = episodes or None
-        if messages:
-            lag = float(np.mean([s.version - m["version"] for m in messages]))
-            ctx.info_for_logging = {**ctx.info_for_logging, "parallel/weights_lag": lag}
+        ctx.info_for_logging = {**ctx.info_for_logging, **self.workers.update(messages, s.version)}
         if s.link.evaluator:
             self._evaluations(ctx)
 

@@ -67,7 +67,7 @@ def _graceful_stop() -> Iterator[List[int]]:
 
 
 def _run(entry: Entry, cfg: Any, ray_address: Optional[str] = None,
-         fresh: bool = False, created: bool = False) -> Dict[str, Any]:
+         fresh: bool = False, created: bool = False, hub: Optional[str] = None) -> Dict[str, Any]:
     """Write config.json and the log, run the entry. A `fresh` run (not a resume) that fails
     before its first iteration leaves no half-made folder (`created`: this call made it);
     a run that fails later records the error in its log.txt."""
@@ -82,7 +82,11 @@ def _run(entry: Entry, cfg: Any, ray_address: Optional[str] = None,
     failed, keep = False, True
     try:
         with _graceful_stop():
-            if cfg.get("parallel", {}).get("collectors", 0) > 0:
+            if hub:
+                from ._cluster import run_trainer
+
+                result = run_trainer(entry.name, cfg, ray_address, hub)
+            elif cfg.get("parallel", {}).get("collectors", 0) > 0:
                 from ._parallel import run_distributed
 
                 result = run_distributed(entry.name, cfg, ray_address)
@@ -113,7 +117,7 @@ def train(name: Optional[str] = None, seed: int = 0, overrides: Iterable[str] = 
           env: Optional[str] = None, imports: Iterable[str] = (),
           overwrite: bool = False, dataset: Optional[str] = None,
           init_from: Optional[str] = None, init_from_optim: bool = False,
-          trust: bool = False) -> Dict[str, Any]:
+          trust: bool = False, hub: Optional[str] = None) -> Dict[str, Any]:
     """Train zoo entry `name` (the scripting form of `rlpipe train`); returns its summary.
 
     Instead of `name`, `algo` and `env` train any trainable policy (a registered name such as
@@ -132,7 +136,9 @@ def train(name: Optional[str] = None, seed: int = 0, overrides: Iterable[str] = 
     as small torch models keep the GIL busy); an on-policy entry runs its middleware in threads.
     `collectors` > 0: a distributed run (one learner, that many collector processes, an
     evaluator process with `evaluator`) on Ray (`backend="ray"`, the default; `ray_address`
-    names a cluster, default a local Ray) or in child processes (`backend="local"`)."""
+    names a cluster, default a local Ray) or in child processes (`backend="local"`).
+    `hub`: instead, the learner of a training on the hub of that name served on the cluster at
+    `ray_address` (`rlpipe serve`), whose collectors `rlpipe worker` adds (rlpipe.zoo._cluster)."""
     from ._parallel import check_distributed
     from ._run import new_run_dir
     from ._run_guard import claim_run_dir
@@ -155,8 +161,13 @@ def train(name: Optional[str] = None, seed: int = 0, overrides: Iterable[str] = 
     if init_from is not None:
         user.update(_init_from_settings(entry, init_from, init_from_optim))
     base = entry.resolve(user)
-    check_distributed(name, base, collectors)
-    if collectors:
+    if hub and (collectors or async_mode or backend is not None or evaluator):
+        raise ValueError("rlpipe trainer takes its collectors from `rlpipe worker`: drop "
+                         "--collectors, --async, --backend and --evaluator")
+    check_distributed(name, base, 1 if hub else collectors)
+    if hub:
+        user["parallel"] = {"collectors": 0, "evaluator": False, "backend": "ray"}
+    elif collectors:
         user["parallel"] = {"collectors": collectors, "evaluator": evaluator,
                             "backend": backend or "ray"}
     elif async_mode and "parallel" in base:
@@ -175,7 +186,7 @@ def train(name: Optional[str] = None, seed: int = 0, overrides: Iterable[str] = 
     cfg.resume_trust = bool(trust)  # for --init-from's checkpoint; not written to config.json
     logging.getLogger("rlpipe").info("training %s in %s", name, cfg.run_dir)
     with run_folder_errors(cfg.run_dir, created=created):  # one line for an unwritable folder
-        return _run(entry, cfg, ray_address, fresh=True, created=created)
+        return _run(entry, cfg, ray_address, fresh=True, created=created, hub=hub)
 
 
 def _init_from_settings(entry: Entry, source: str, with_optim: bool) -> Dict[str, Any]:

@@ -82,7 +82,7 @@ def test_collectors_wait_for_weights_and_send_their_data_with_the_version(run):
     for mine, theirs in zip(policy.acting.parameters(), trained.online.parameters()):
         assert torch.equal(mine, theirs)  # acts with the learner's weights, not its own init
     messages = learner.pop(TRAJECTORIES)
-    assert [m["version"] for m in messages] == [1, 1] and {m["source"] for m in messages} == {1}
+    assert [m["version"] for m in messages] == [1, 1] and {m["source"] for m in messages} == {"collector 1"}
     assert [m["env_step"] for m in messages] == [N_SAMPLE, N_SAMPLE]
     assert ctx.env_step == 100 + 2 * N_SAMPLE  # the run's count, not only this collector's
     assert learner.state()["counters"]["env_step"] == 100 + 2 * N_SAMPLE
