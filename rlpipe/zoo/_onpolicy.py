@@ -1,6 +1,7 @@
 """The on-policy pipeline shared by the zoo's PPO entries (seed 003's on-policy form)."""
 from __future__ import annotations
 
+import functools
 from typing import Any, Dict, Mapping, Optional
 
 from easydict import EasyDict
@@ -60,14 +61,17 @@ def resolve_config(policy_cls: Any, entry_config: Mapping,
 def build_onpolicy(cfg: Any, policy_cls: Any) -> Pipeline:
     """Envs, policy, collector and (resumed) context of the on-policy pipeline, and its
     middleware: evaluator → StepCollector → gae_estimator → multistep_trainer → the run's tail."""
-    manager = _multi_agent_manager() if getattr(policy_cls, "multi_agent", False) else EnvManager
+    multi_agent = bool(getattr(policy_cls, "multi_agent", False))
+    manager = _multi_agent_manager() if multi_agent else EnvManager
     collector_env, evaluator_env = envs = make_envs(cfg, manager)
     with closed_on_error(envs):
         policy = make_policy(cfg, policy_cls, collector_env)
         collector = StepCollector(cfg, policy.collect_mode, collector_env)
         run_state = (RunState(cfg.run_dir, collector_env, evaluator_env, collector)
                      if cfg.run_dir else None)
-        ctx = resumed_context(cfg, policy, run_state)  # a fresh context unless cfg.resume_from
+        # a fresh context unless cfg.resume_from; a multi-agent one names the agent axis
+        ctx = resumed_context(cfg, policy, run_state,
+                              _agents_context(collector_env) if multi_agent else None)
 
     def install(task: Any) -> None:
         task.use(interaction_evaluator(cfg, policy.eval_mode, evaluator_env))
@@ -77,6 +81,13 @@ def build_onpolicy(cfg: Any, policy_cls: Any) -> Pipeline:
         use_run_tail(task, cfg, policy, run_state)
 
     return Pipeline(ctx, install, envs)
+
+
+def _agents_context(env: Any) -> Any:
+    """MultiAgentRLContext with the env's agents (the agent axis) filled in and kept."""
+    from rlpipe.contexts import MultiAgentRLContext
+
+    return functools.partial(MultiAgentRLContext, agents=list(env.agents))
 
 
 def _multi_agent_manager() -> Any:

@@ -33,6 +33,9 @@ ENTRIES: Dict[str, str] = {
     "maskedgrid-dqn": "rlpipe.zoo.maskedgrid.dqn",
     "maskedgrid-ppo": "rlpipe.zoo.maskedgrid.ppo",
     "minigrid-doorkey-ppo": "rlpipe.zoo.minigrid.ppo",
+    "simple-spread-mappo": "rlpipe.zoo.simple_spread.mappo",
+    "simple-spread-ippo": "rlpipe.zoo.simple_spread.ippo",
+    "simple-spread-continuous-mappo": "rlpipe.zoo.simple_spread.continuous_mappo",
 }
 
 
