@@ -82,3 +82,18 @@ def test_stopped_and_resumed_run_ends_with_identical_weights(tmp_path, name):
     assert wa.keys() == wb.keys()
     for key in wa:
         assert torch.equal(wa[key], wb[key]), key
+
+
+def test_async_run(tmp_path):
+    out = train("simple-spread-ippo", seed=1, max_env_step=400, run_dir=str(tmp_path / "run"),
+                progress=False, async_mode=True, overrides=SHORT)
+    assert out["env_step"] == 400 and out["train_iter"] == 4 and np.isfinite(out["eval_value"])
+
+
+def test_local_collectors_feed_the_learner(tmp_path):
+    # two collector processes; the learner computes GAE on each rollout it receives
+    out = train("simple-spread-mappo", seed=2, max_env_step=600, run_dir=str(tmp_path / "run"),
+                progress=False, collectors=2, backend="local", overrides=SHORT)
+    assert out["env_step"] >= 600 and out["collectors"] == 2
+    assert out["train_iter"] == 2 * out["env_step"] // 200  # one update per rollout received
+    assert np.isfinite(out["eval_value"])
