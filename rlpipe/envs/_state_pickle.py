@@ -11,12 +11,16 @@ simulation) are the fresh env's own. `loads` is plain `pickle.loads`.
 from __future__ import annotations
 
 import io
+import logging
 import pickle
 from typing import Any
 
 from gymnasium.utils import EzPickle
 
 __all__ = ["dumps_state"]
+
+log = logging.getLogger(__name__)
+_warned = False  # the fallback is logged once per process
 
 
 def _rebuild(cls: type, args: tuple, kwargs: dict) -> Any:
@@ -41,7 +45,18 @@ class _StatePickler(pickle.Pickler):
 
 
 def dumps_state(obj: Any) -> bytes:
-    """`pickle.dumps(obj)`, with every EzPickle object saved by its attributes."""
+    """`pickle.dumps(obj)`, with every EzPickle object saved by its attributes. Where those
+    cannot be pickled (Box2D's SWIG world, say), the envs are saved as EzPickle saves them, and
+    a warning says that the resume will restart their episodes (not exact)."""
     buffer = io.BytesIO()
-    _StatePickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    try:
+        _StatePickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    except (TypeError, pickle.PicklingError, AttributeError) as err:
+        global _warned
+        if not _warned:
+            _warned = True
+            log.warning("env state: the envs' simulation cannot be pickled (%s); they are saved "
+                        "as their constructor call, so a resumed run restarts their episodes "
+                        "(not exact)", err)
+        return pickle.dumps(obj)
     return buffer.getvalue()
