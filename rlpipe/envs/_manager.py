@@ -21,6 +21,7 @@ from rlpipe.envs._obs import BatchObs, check_space
 from rlpipe.envs._outcome import Failure
 from rlpipe.envs._registry import EnvFactory, resolve_env
 from rlpipe.envs._restarts import RestartBudget
+from rlpipe.envs._state_pickle import dumps_state
 
 __all__ = ["EnvManager", "StepResult"]
 
@@ -283,8 +284,8 @@ class EnvManager:
                 "run re-seeds them instead (use mode='sync' or 'native' for an exact resume)")
         manager = {name: getattr(self, name) for name in self._BOOKKEEPING}
         manager["action_space"] = self.action_space
-        return pickle.dumps({"mode": self.mode, "n_envs": self.n_envs, "manager": manager,
-                             "backend": self._backend.__dict__})
+        return dumps_state({"mode": self.mode, "n_envs": self.n_envs, "manager": manager,
+                            "backend": self._backend.__dict__})
 
     def set_state(self, state: bytes) -> None:
         """Restore a state from `get_state()` of a manager built the same way (env, mode, n_envs)."""

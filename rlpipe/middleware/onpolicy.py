@@ -15,7 +15,7 @@ import numpy as np
 
 from rlpipe.contexts import OnlineRLContext
 from rlpipe.data import RolloutStorage
-from rlpipe.engine import contract
+from rlpipe.engine import Role, contract
 
 from ._cfg import setting
 from ._hidden import is_recurrent
@@ -113,7 +113,7 @@ def gae_estimator(cfg: Any, policy: Any) -> Callable:
 
         return _recurrent_gae_estimator
 
-    @contract(reads=("trajectories",), writes=("train_data",))
+    @contract(reads=("trajectories",), writes=("train_data",), role=Role.LEARNER)
     def _gae_estimator(ctx: OnlineRLContext) -> None:
         steps = ctx.trajectories
         ctx.train_data = rollout_to_batch(steps, gamma, lam, value_fn, reward_scale) if steps else None
@@ -141,7 +141,8 @@ def multistep_trainer(cfg: Any, policy: Any = None, log_freq: Optional[int] = No
         raise ValueError(f"multistep_trainer(log_freq={log_freq!r}): must be an int >= 1 "
                          f"(log every that many train iterations) or None")
 
-    @contract(reads=("train_data", "train_iter"), writes=("train_output", "train_iter"))
+    @contract(reads=("train_data", "train_iter"), writes=("train_output", "train_iter"),
+              role=Role.LEARNER)
     def _multistep_trainer(ctx: OnlineRLContext) -> None:
         if ctx.train_data is None:
             return

@@ -12,6 +12,7 @@ from rlpipe.middleware import evaluate_episodes, load_checkpoint
 from rlpipe.runs import BEST_CHECKPOINT, FINAL_CHECKPOINT, CheckpointError, RunDir
 
 from ._offpolicy import mask_settings
+from ._pipeline import make_policy
 from ._registry import get_entry
 
 log = logging.getLogger(__name__)
@@ -69,8 +70,14 @@ def load_run(target: str) -> Tuple[Any, Any, Dict[str, Any], RunDir]:
     return entry, cfg, _load(target, run), run
 
 
-def run_env(cfg: Any, n_envs: int, seed: int) -> EnvManager:
-    """An env manager for a run's env, as its config makes it (kwargs, mode, action masks)."""
+def run_env(cfg: Any, n_envs: int, seed: int, policy_cls: Any = None) -> Any:
+    """An env manager for a run's env, as its config makes it (kwargs, mode, action masks);
+    for a multi-agent `policy_cls`, the manager its pipeline trains on."""
+    if getattr(policy_cls, "multi_agent", False):
+        from ._onpolicy import _multi_agent_manager
+
+        return _multi_agent_manager()(cfg.env.id, n_envs=n_envs, seed=seed, mode=cfg.env.mode,
+                                      env_kwargs=dict(cfg.env.env_kwargs) or None)
     return EnvManager(cfg.env.id, n_envs=n_envs, seed=seed, mode=cfg.env.mode,
                       env_kwargs=dict(cfg.env.env_kwargs) or None, **mask_settings(cfg.env))
 
@@ -80,9 +87,9 @@ def evaluate_run(target: str, episodes: int = 10, seed: int = 12345) -> Dict[str
     weights of its best evaluation; if it is missing or refused, final.pt, else its newest
     checkpoint that verifies), or with the given .pt file."""
     entry, cfg, checkpoint, run = load_run(target)
-    env = run_env(cfg, min(episodes, cfg.env.eval_n_envs), seed)
+    env = run_env(cfg, min(episodes, cfg.env.eval_n_envs), seed, entry.policy_cls)
     try:
-        policy = entry.policy_cls(cfg.policy, env.observation_space, env.action_space)
+        policy = make_policy(cfg, entry.policy_cls, env)
         policy.load_state_dict(checkpoint["policy"])
         returns = np.array([r["return"] for r in evaluate_episodes(policy.eval_mode, env, episodes)])
     finally:

@@ -1,15 +1,18 @@
 """The on-policy pipeline shared by the zoo's PPO entries (seed 003's on-policy form)."""
 from __future__ import annotations
 
+import functools
 from typing import Any, Dict, Mapping, Optional
 
 from easydict import EasyDict
 
 from rlpipe.config import merge_config
 from rlpipe.config_checks import check_config
+from rlpipe.engine import parallel
 from rlpipe.envs import EnvManager
 from rlpipe.middleware import (StepCollector, gae_estimator, interaction_evaluator,
                                multistep_trainer)
+from rlpipe.middleware.exchange import Exchange
 
 from ._offpolicy import make_envs
 from ._pipeline import Pipeline, closed_on_error, make_policy, run_pipeline
@@ -33,6 +36,11 @@ RUN_DEFAULTS: Dict[str, Any] = dict(
              action_masks=True, action_mask_fn=None),
     logger=dict(tensorboard=True),
     ckpt=dict(train_freq=5000),
+    # distributed runs (rlpipe train --collectors N; docs/distributed.md): the learner computes
+    # GAE on each collector rollout it receives (one per iteration: batches_per_iter must stay
+    # 1, a rollout is one stretch of time) and publishes its weights after every update
+    parallel=dict(collectors=0, evaluator=False, publish_every=None, batches_per_iter=1,
+                  queue_size=None, backend="ray"),
 )
 
 
@@ -60,23 +68,50 @@ def resolve_config(policy_cls: Any, entry_config: Mapping,
 def build_onpolicy(cfg: Any, policy_cls: Any) -> Pipeline:
     """Envs, policy, collector and (resumed) context of the on-policy pipeline, and its
     middleware: evaluator → StepCollector → gae_estimator → multistep_trainer → the run's tail."""
-    manager = _multi_agent_manager() if getattr(policy_cls, "multi_agent", False) else EnvManager
+    multi_agent = bool(getattr(policy_cls, "multi_agent", False))
+    manager = _multi_agent_manager() if multi_agent else EnvManager
     collector_env, evaluator_env = envs = make_envs(cfg, manager)
     with closed_on_error(envs):
         policy = make_policy(cfg, policy_cls, collector_env)
         collector = StepCollector(cfg, policy.collect_mode, collector_env)
         run_state = (RunState(cfg.run_dir, collector_env, evaluator_env, collector)
                      if cfg.run_dir else None)
-        ctx = resumed_context(cfg, policy, run_state)  # a fresh context unless cfg.resume_from
+        # a fresh context unless cfg.resume_from; a multi-agent one names the agent axis
+        ctx = resumed_context(cfg, policy, run_state,
+                              _agents_context(collector_env) if multi_agent else None)
+
+    link = parallel.link()
+    exchange = _exchange(cfg, policy, link) if link else None
 
     def install(task: Any) -> None:
+        if exchange is not None:
+            task.use(exchange.receive)
         task.use(interaction_evaluator(cfg, policy.eval_mode, evaluator_env))
         task.use(collector)
         task.use(gae_estimator(cfg, policy.collect_mode))
         task.use(multistep_trainer(cfg, policy.learn_mode))
+        if exchange is not None:
+            task.use(exchange.send)
         use_run_tail(task, cfg, policy, run_state)
 
     return Pipeline(ctx, install, envs)
+
+
+def _exchange(cfg: Any, policy: Any, link: Any) -> Exchange:
+    """The exchange of a distributed on-policy run: one collector rollout per learner iteration
+    (GAE needs a rollout in time order), weights published after every update."""
+    if int(cfg.parallel.batches_per_iter) != 1:
+        raise ValueError(f"parallel.batches_per_iter={cfg.parallel.batches_per_iter}: an "
+                         f"on-policy learner trains on one collector rollout per iteration "
+                         f"(GAE runs along its time axis); leave it at 1")
+    return Exchange(cfg, policy, link, publish_every=cfg.parallel.publish_every or 1)
+
+
+def _agents_context(env: Any) -> Any:
+    """MultiAgentRLContext with the env's agents (the agent axis) filled in and kept."""
+    from rlpipe.contexts import MultiAgentRLContext
+
+    return functools.partial(MultiAgentRLContext, agents=list(env.agents))
 
 
 def _multi_agent_manager() -> Any:

@@ -35,7 +35,7 @@ def check_distributed(name: str, cfg: Any, collectors: int) -> None:
         raise ValueError(f"--collectors must be a whole number >= 0, got {collectors!r}")
     if collectors and "parallel" not in cfg:
         raise ValueError(f"zoo entry {name!r} runs in one process only: --collectors works with "
-                         f"the off-policy entries (DQN, SAC, TD3)")
+                         f"the off-policy (DQN, SAC, TD3) and on-policy (PPO, MAPPO, IPPO) entries")
     backend = cfg.get("parallel", {}).get("backend", "ray")
     if backend not in ("ray", "local"):
         raise ValueError(f"parallel.backend must be 'ray' or 'local', got {backend!r}")

@@ -47,6 +47,9 @@ ENTRIES: Dict[str, str] = {
     "pendulum-cql": "rlpipe.zoo.pendulum.cql",
     "hopper-iql": "rlpipe.zoo.hopper.iql",
     "hopper-td3bc": "rlpipe.zoo.hopper.td3bc",
+    "simple-spread-mappo": "rlpipe.zoo.simple_spread.mappo",
+    "simple-spread-ippo": "rlpipe.zoo.simple_spread.ippo",
+    "simple-spread-continuous-mappo": "rlpipe.zoo.simple_spread.continuous_mappo",
 }
 
 

@@ -31,7 +31,7 @@ import shutil
 import tempfile
 import warnings
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 import torch
@@ -173,8 +173,8 @@ def prepare_resume(run_dir: str, trust: bool = False) -> str:
 
 
 def resumed_context(cfg: Any, policy: Any, run_state: Optional[RunState],
-                    ctx_cls: Optional[type] = None) -> Any:
-    """A fresh context (`ctx_cls`, default OnlineRLContext), or — when `cfg.resume_from` names
+                    ctx_cls: Optional[Callable[[], Any]] = None) -> Any:
+    """A fresh context (`ctx_cls()`, default OnlineRLContext), or — when `cfg.resume_from` names
     a checkpoint — the context after the checkpoint's iteration, with policy, envs, buffer (or
     data set) and RNGs restored. A new run with `cfg.init_from` starts from that checkpoint's
     weights (`_init_from.py`)."""

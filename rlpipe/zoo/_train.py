@@ -170,7 +170,7 @@ def train(name: Optional[str] = None, seed: int = 0, overrides: Iterable[str] = 
     elif collectors:
         user["parallel"] = {"collectors": collectors, "evaluator": evaluator,
                             "backend": backend or "ray"}
-    elif async_mode and "parallel" in base:
+    elif async_mode and "parallel" in base and entry.pipeline != "on-policy":
         user["parallel"] = {"collectors": 1, "evaluator": True, "backend": backend or "local"}
     overrides = list(overrides)
     cfg = entry.resolve(user, overrides)
