@@ -66,8 +66,11 @@ def test_list_shows_whole_first_sentences(capsys):
     assert line.rstrip().endswith("within 50k env steps.")  # the sentence runs onto a 2nd line
     pong = next(ln for ln in out.splitlines() if ln.startswith("pong-dqn"))
     assert pong.count("(") == pong.count(")")
-    assert "--algo {dqn,ippo,mappo,ppo,sac,td3} --env ENV" in out
-    assert "--algo {bc,cql,discrete-cql,dqn,iql,sac,td3,td3-bc} --dataset ID" in out
+    from rlpipe.zoo._generic import trainable_names
+
+    assert f"--algo {{{','.join(trainable_names('online'))}}} --env ENV" in out
+    assert f"--algo {{{','.join(trainable_names('offline'))}}} --dataset ID" in out
+    assert "ppo," in out and "bc," in out.split("--dataset")[0].splitlines()[-1]
 
 
 def test_first_sentence_joins_lines_and_stops_at_the_full_stop():
