@@ -143,12 +143,17 @@ def config_meanings(policy_cls: type, with_imports: bool = False) -> Dict[str, s
     return meanings
 
 
+OPAQUE_KEYS = ("env.env_kwargs",)
+"""Dicts that are one value (the env's own keyword arguments), not a config section."""
+
+
 def leaf_keys(cfg: Mapping, prefix: str = "") -> List[str]:
-    """Dotted keys of the non-section values of `cfg` (an empty dict counts as a value)."""
+    """Dotted keys of the non-section values of `cfg` (an empty dict, and the dicts in
+    `OPAQUE_KEYS`, count as a value)."""
     keys: List[str] = []
     for key, value in cfg.items():
         dotted = f"{prefix}{key}"
-        if isinstance(value, Mapping) and value:
+        if isinstance(value, Mapping) and value and dotted not in OPAQUE_KEYS:
             keys += leaf_keys(value, dotted + ".")
         else:
             keys.append(dotted)

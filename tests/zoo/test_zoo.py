@@ -20,7 +20,9 @@ def test_every_entry_config_resolves(name):
     entry = get_entry(name)
     cfg = entry.resolve()
     budget = cfg.max_train_iter if entry.pipeline == "offline" else cfg.max_env_step
-    assert cfg.env.id and cfg.policy.learn.batch_size > 0 and budget > 0
+    learn = cfg.policy.learn
+    batch = learn.get("batch_size", learn.get("n_minibatches"))  # MAPPO: minibatches per pass
+    assert cfg.env.id and batch > 0 and budget > 0
 
 
 def test_overrides_are_parsed_as_literals_and_checked():
