@@ -129,6 +129,7 @@ RANGES: Sequence[Tuple[str, Range]] = (
     ("replay.min_samples", count(0, "transitions stored before learning starts")),
     ("replay.alpha", non_negative("priority exponent")),
     ("replay.beta", unit("importance-sampling exponent")),
+    ("replay.frame_stack", count(1, "frames per stacked observation")),
     ("replay.max_updates_per_step", positive("updates per collected env step",
                                              optional=True)),
     ("ckpt.train_freq", count(1, "train iterations between checkpoints")),

@@ -1,8 +1,9 @@
-"""Transitions, replay buffers (uniform, prioritized, sequences with burn-in), n-step,
+"""Transitions, replay buffers (uniform, prioritized, frame stacks stored once, sequences with burn-in), n-step,
 on-policy rollouts (and their chunks for recurrent policies), GAE,
 the update schedule (sample-ratio controller), batching to torch, and offline data sets
 (`OfflineDataset`, Minari on disk: `load_dataset`, `write_dataset`)."""
 from ._batch import to_torch
+from ._frames import FrameReplayBuffer, PrioritizedFrameReplayBuffer
 from ._gae import compute_gae
 from ._minari_io import (dataset_spec, dataset_root, dataset_summary, load_dataset,
                          local_datasets, write_dataset)
@@ -20,10 +21,12 @@ from ._sumtree import SumTree
 from ._transition import TRANSITION_KEYS, bootstrap_discount, td_targets
 
 __all__ = [
+    "FrameReplayBuffer",
     "NStepAccumulator",
     "OfflineDataError",
     "OfflineDataset",
     "PerEnvOutput",
+    "PrioritizedFrameReplayBuffer",
     "PrioritizedReplayBuffer",
     "ReplayBuffer",
     "RolloutStorage",

@@ -54,6 +54,10 @@ RUN_MEANINGS: Dict[str, str] = {
     "replay.min_samples": "transitions in the buffer before learning starts",
     "replay.max_updates_per_step": "learn steps allowed per collected env step "
                                    "(None: update_per_collect / n_sample)",
+    "replay.frames": "store each frame of uint8 frame-stack observations once (True), never "
+                     "(False), or None: when the env's observations are such stacks",
+    "replay.frame_stack": "frames per observation, for replay.frames (the axis of this size, "
+                          "first or last, is the frame axis)",
     "replay.save_buffer": "checkpoints save the replay buffer, so --resume is exact",
     "logger.tensorboard": "write TensorBoard events to <run_dir>/tb",
     "logger.train_show_freq": "log the learner's statistics (averaged) every this many train "

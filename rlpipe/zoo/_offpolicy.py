@@ -3,11 +3,13 @@ from __future__ import annotations
 
 from typing import Any, Dict, Mapping, Optional
 
+import numpy as np
 from easydict import EasyDict
 
 from rlpipe.config import merge_config
 from rlpipe.config_checks import check_config
-from rlpipe.data import PrioritizedReplayBuffer, ReplayBuffer, UpdateSchedule
+from rlpipe.data import (FrameReplayBuffer, PrioritizedFrameReplayBuffer, PrioritizedReplayBuffer,
+                         ReplayBuffer, UpdateSchedule)
 from rlpipe.engine import Role, parallel, task
 from rlpipe.envs import EnvManager
 from rlpipe.middleware import (OffPolicyLearner, StepCollector, data_pusher, eps_greedy_handler,
@@ -37,7 +39,7 @@ RUN_DEFAULTS: Dict[str, Any] = dict(
              env_kwargs={}, max_restarts=10, restart_window=1000,
              action_masks=True, action_mask_fn=None),
     replay=dict(capacity=100_000, prioritized=False, alpha=0.6, beta=0.4, min_samples=1000,
-                max_updates_per_step=None, save_buffer=True),
+                max_updates_per_step=None, save_buffer=True, frames=None, frame_stack=4),
     logger=dict(tensorboard=True),
     ckpt=dict(train_freq=5000),
     # distributed runs (rlpipe train --collectors N; see docs/distributed.md)
@@ -88,10 +90,41 @@ def make_envs(cfg: Any, manager: Any = EnvManager) -> tuple:
     return collector_env, evaluator_env
 
 
-def make_buffer(cfg: Any) -> Any:
-    """The run's replay buffer, carrying the run's `UpdateSchedule` (saved with it for resume)."""
+def frame_stacks(space: Any, frame_stack: int) -> bool:
+    """Whether observations of `space` are uint8 frame stacks ([k, H, W] or [H, W, k])."""
+    shape, dtype = getattr(space, "shape", None), getattr(space, "dtype", None)
+    return (shape is not None and len(shape) == 3 and dtype == np.uint8
+            and frame_stack in (shape[0], shape[-1]))
+
+
+def use_frames(cfg: Any, obs_space: Any = None) -> bool:
+    """`replay.frames`: True stores each frame once (FrameReplayBuffer), False never, None
+    (default) picks it when the observations are uint8 stacks of `replay.frame_stack` frames.
+    Picking it is safe: any transition is stored exactly, at worst without saving memory."""
+    replay = cfg.replay
+    frames, k = replay.get("frames"), int(replay.get("frame_stack", 4))
+    if frames not in (None, True, False):
+        raise ValueError(f"config 'replay.frames' is {frames!r}; use True (store each frame once), "
+                         "False (plain rows) or None (auto: on for uint8 frame stacks)")
+    fits = obs_space is not None and frame_stacks(obs_space, k)
+    if frames is True and obs_space is not None and not fits:
+        raise ValueError(f"config 'replay.frames=True' needs uint8 observations [{k}, H, W] or "
+                         f"[H, W, {k}] (replay.frame_stack={k}), but the env gives {obs_space}; "
+                         "set replay.frames=False or fix replay.frame_stack")
+    return bool(frames) if frames is not None else fits
+
+
+def make_buffer(cfg: Any, obs_space: Any = None) -> Any:
+    """The run's replay buffer, carrying the run's `UpdateSchedule` (saved with it for resume);
+    a frame buffer when `use_frames(cfg, obs_space)` says so."""
     replay = cfg.replay
     schedule = UpdateSchedule.from_config(cfg)
+    if use_frames(cfg, obs_space):
+        k = int(replay.get("frame_stack", 4))
+        if replay.prioritized:
+            return PrioritizedFrameReplayBuffer(replay.capacity, frame_stack=k, alpha=replay.alpha,
+                                                beta=replay.beta, seed=cfg.seed, controller=schedule)
+        return FrameReplayBuffer(replay.capacity, frame_stack=k, seed=cfg.seed, controller=schedule)
     if replay.prioritized:
         return PrioritizedReplayBuffer(replay.capacity, alpha=replay.alpha, beta=replay.beta,
                                        seed=cfg.seed, controller=schedule)
@@ -100,7 +133,7 @@ def make_buffer(cfg: Any) -> Any:
 
 def transition_data(cfg: Any, collector: Any) -> DataPath:
     """Transitions (n-step when `policy.learn.nstep` > 1) into the run's replay buffer."""
-    buffer_ = make_buffer(cfg)
+    buffer_ = make_buffer(cfg, getattr(getattr(collector, "env", None), "observation_space", None))
 
     def install(task: Any) -> None:
         if cfg.policy.learn.get("nstep", 1) > 1:

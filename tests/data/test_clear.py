@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from rlpipe.data import (NStepAccumulator, PrioritizedReplayBuffer, ReplayBuffer, RolloutStorage,
+from rlpipe.data import (FrameReplayBuffer, NStepAccumulator, PrioritizedFrameReplayBuffer,
+                         PrioritizedReplayBuffer, ReplayBuffer, RolloutStorage,
                          SequenceAdder, SequenceReplayBuffer, UpdateSchedule)
 from rlpipe.data._prioritized import INITIAL_MAX_PRIORITY
 
@@ -121,3 +122,21 @@ def test_cleared_sequence_adder_drops_its_open_windows():
     adder.clear()
     assert adder.pending == 0
     assert adder.add({**rec, "terminated": np.ones(2, bool)}) is None  # a 1-step episode: burn-in only
+
+
+@pytest.mark.parametrize("kind", [FrameReplayBuffer, PrioritizedFrameReplayBuffer])
+def test_cleared_frame_buffer_forgets_its_frames(kind):
+    def stacks(values):  # each row's obs: its value repeated over 4 frames of [3, 3]
+        obs = np.repeat(np.asarray(values, np.uint8)[:, None, None, None], 4, 1).repeat(3, 2).repeat(3, 3)
+        return {"obs": obs, "next_obs": obs + 1, "action": np.asarray(values, np.int64)}
+
+    buf = kind(16, frame_stack=4, seed=0)
+    buf.push(stacks(np.arange(100, 112)))
+    buf.clear()
+    assert len(buf) == 0 and buf._storage.pool.live == 0
+    with pytest.raises(RuntimeError, match="empty"):
+        buf.sample(4)
+    buf.push(stacks([1, 2, 3]))
+    batch = buf.sample(200)
+    assert set(batch["obs"][:, 0, 0, 0].tolist()) == {1, 2, 3}
+    np.testing.assert_array_equal(batch["next_obs"], batch["obs"] + 1)

@@ -1,0 +1,92 @@
+"""FrameReplayBuffer vs ReplayBuffer on Atari-shaped transitions: memory and speed (issue #18).
+
+    python benchmarks/frame_buffer.py            # capacity 20,000 (~1.5 GB peak for the plain one)
+    python benchmarks/frame_buffer.py --quick    # capacity 5,000
+
+Both buffers are fed the same transitions: 8 envs interleaved, [4, 84, 84] uint8 stacks of
+random frames, episodes of 500-1500 steps (Pong's are ~800 agent steps), each starting with the
+reset frame repeated (as FrameStackObservation pads), n=1 rows. Memory is the bytes a buffer
+holds per transition once full (frames ever used + frame indices + the other keys, against the
+plain buffer's arrays), projected to 1M transitions. Timings: pushes of one env step of 8 envs
+(what data_pusher does with n_sample=8) and sample(32), best of 5 rounds; ratios are frame /
+plain, measured in this run.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from rlpipe.data import FrameReplayBuffer, ReplayBuffer  # noqa: E402
+
+N_ENVS, K = 8, 4
+
+
+def steps(n_steps: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    frame = lambda: rng.integers(0, 256, (84, 84), dtype=np.uint8)  # noqa: E731
+    stacks = [np.repeat(frame()[None], K, 0) for _ in range(N_ENVS)]
+    left = rng.integers(500, 1500, N_ENVS)
+    for _ in range(n_steps):
+        obs = np.stack(stacks)
+        nxt = np.stack([np.concatenate([s[1:], frame()[None]]) for s in stacks])
+        left -= 1
+        done = left == 0
+        for e in np.flatnonzero(done):
+            stacks[e] = np.repeat(frame()[None], K, 0)
+            left[e] = rng.integers(500, 1500)
+        for e in np.flatnonzero(~done):
+            stacks[e] = nxt[e]
+        yield {"obs": obs, "next_obs": nxt, "action": rng.integers(0, 6, N_ENVS),
+               "reward": np.zeros(N_ENVS, np.float32), "terminated": done,
+               "truncated": np.zeros(N_ENVS, bool)}
+
+
+def plain_nbytes(buf: ReplayBuffer) -> int:
+    return sum(a.nbytes for a in buf._storage.arrays.values())
+
+
+def best(fn, rounds: int = 5) -> float:
+    times = []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    capacity = 5_000 if args.quick else 20_000
+    plain, frames = ReplayBuffer(capacity, seed=0), FrameReplayBuffer(capacity, seed=0)
+    data = steps(capacity // N_ENVS + 5 * 200 + 10)
+    for _ in range(capacity // N_ENVS + 10):  # fill (and wrap): memory and timings are steady state
+        batch = next(data)
+        plain.push(batch)
+        frames.push(batch)
+    per_plain = plain_nbytes(plain) / capacity
+    per_frame = frames.nbytes() / capacity
+    print(f"capacity {capacity}, {N_ENVS} envs, obs [4, 84, 84] uint8")
+    print(f"bytes per transition: plain {per_plain:,.0f}, frames {per_frame:,.0f} "
+          f"(ratio {per_frame / per_plain:.3f})")
+    print(f"1M transitions: plain {per_plain * 1e6 / 1e9:.1f} GB, frames {per_frame * 1e6 / 1e9:.2f} GB")
+    rounds = [[next(data) for _ in range(200)] for _ in range(5)]  # fresh steps for every round
+    for name, buf in (("plain", plain), ("frames", frames)):
+        todo = iter(rounds)
+        t_push = best(lambda: [buf.push(b) for b in next(todo)]) / 200
+        t_sample = best(lambda: [buf.sample(32) for _ in range(200)]) / 200
+        print(f"{name:6s}: push(8 rows) {t_push * 1e6:7.1f} us, sample(32) {t_sample * 1e6:7.1f} us")
+        if name == "plain":
+            base = (t_push, t_sample)
+        else:
+            print(f"ratio frames/plain: push {t_push / base[0]:.2f}x, sample {t_sample / base[1]:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
