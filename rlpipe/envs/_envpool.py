@@ -2,9 +2,11 @@
 
 EnvPool autoresets NEXT_STEP: the step after an episode ends returns the reset observation with
 reward 0 and ignores its action. We never send that step: right after a step in which sub-envs
-finished, ``EnvPoolBackend`` resets just those (``reset(env_id=rows)``, which EnvPool supports), so
-the finished step's observation is the true final one and every row of the next step is a real
-transition. EnvPool returns new arrays on every call (checked in tests), so nothing is copied.
+finished, ``EnvPoolBackend`` sends just those sub-envs their pseudo-step (``step(noop,
+env_id=rows)``: EnvPool steps a subset) and keeps its observation as theirs, so the finished
+step's observation is the true final one and every row of the next step is a real transition.
+Not ``reset(env_id=rows)``: with ``episodic_life`` it restarts the whole game after a lost life,
+where the pseudo-step goes on with the next life. EnvPool returns new arrays on every call (checked in tests), so nothing is copied.
 
 Episode reports (``StepResult.episodes``) are those of the real game: the return sums EnvPool's
 ``info["reward"]`` (the game's score change, before ``reward_clip``), and with ``episodic_life`` a
@@ -169,10 +171,11 @@ class EnvPoolBackend(Rebuilding):
             ended = terminated | truncated  # also a lost life with episodic_life
             reset_rows = ended.nonzero()[0]
             next_obs = obs
-            if reset_rows.size:  # reset them now, so their next step is not a pseudo-step
+            if reset_rows.size:  # their pseudo-step now, so that the next step is real for all
                 obs = obs.copy()
-                fresh, reset_info = self._pool.reset(env_id=reset_rows)
-                obs[reset_info["env_id"]] = fresh
+                noop = np.zeros(reset_rows.size, dtype=np.int32)  # ignored by EnvPool
+                fresh, *_, pseudo_info = self._pool.step(noop, env_id=reset_rows)
+                obs[pseudo_info["env_id"]] = fresh
                 game_over = infos["terminated"].astype(np.bool_) | truncated
                 done_rows = (ended & game_over).nonzero()[0]
             else:
