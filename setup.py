@@ -21,6 +21,8 @@ setup(
         "box2d": ["gymnasium[box2d]>=1.0"],
         "atari": ["gymnasium[atari]>=1.0"],
         "mujoco": ["gymnasium[mujoco]>=1.0"],
+        # EnvManager(mode="envpool"): Atari in C++ threads (~300 MB of wheels, ~740 MB installed)
+        "envpool": ["envpool"],
         "minigrid": ["minigrid>=2.3"],
         # multi-agent envs (rlpipe.envs.MultiAgentEnvManager): PettingZoo's API and MPE
         "marl": ["pettingzoo>=1.24", "mpe2"],

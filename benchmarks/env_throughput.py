@@ -12,7 +12,10 @@ The bare env autoresets NEXT_STEP: after every episode end one of its rows is a 
 (reset obs, reward 0) that a learner must throw away. ``ratio`` compares raw steps/s;
 ``real ratio`` compares real transitions/s (the manager has no pseudo-steps).
 
-Run:  python benchmarks/env_throughput.py [--quick] [--repeats N]
+``--atari``: instead, Pong with 8 envs and DQN preprocessing: bare EnvPool, EnvManager's envpool
+mode and gymnasium's sync and async ale-py vector envs, in one run (``_atari_throughput``).
+
+Run:  python benchmarks/env_throughput.py [--quick] [--repeats N] [--atari]
 """
 
 from __future__ import annotations
@@ -99,8 +102,15 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a quarter of the steps, 1 repeat")
     parser.add_argument("--repeats", type=int, default=3,
                         help="passes over the actions per configuration (steps/s is their mean)")
+    parser.add_argument("--atari", action="store_true",
+                        help="Pong, 8 envs: EnvPool, envpool mode, gymnasium sync/async instead")
     args = parser.parse_args()
     repeats = 1 if args.quick else args.repeats
+    if args.atari:
+        from _atari_throughput import report_atari
+
+        report_atari(300 if args.quick else 1500, repeats)
+        return
     print(f"{ENV_ID}, random actions; env steps/s, blocks of {BLOCK} vector steps taking turns, "
           f"{repeats} pass(es)")
     print(f"{'mode':<8}{'n_envs':>7}{'bare gymnasium':>16}{'EnvManager':>12}{'ratio':>8}"

@@ -13,6 +13,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlpipe.envs._async import AsyncBackend
+from rlpipe.envs._envpool import EnvPoolBackend, auto_picks_envpool
 from rlpipe.envs._errors import EnvFailureError
 from rlpipe.envs._loop import LoopBackend
 from rlpipe.envs._masks import MaskFn, MaskSource, load_mask_fn
@@ -27,8 +28,8 @@ __all__ = ["EnvManager", "StepResult"]
 
 log = logging.getLogger("rlpipe.envs")
 
-Mode = Literal["auto", "sync", "async", "native"]
-_MODES = ("auto", "sync", "async", "native")
+Mode = Literal["auto", "sync", "async", "native", "envpool"]
+_MODES = ("auto", "sync", "async", "native", "envpool")
 # Below this many sub-envs a native vector env is slower than our loop over single envs
 # (CartPole-v1, benchmarks/env_throughput.py: native/sync = 0.3 at 1 env, 0.75 at 4, 1.0 at 6).
 AUTO_NATIVE_MIN_ENVS = 8
@@ -80,7 +81,9 @@ class EnvManager:
         mode: ``"sync"`` (the sub-envs in a loop in this process, ``SyncVectorEnv``
             semantics), ``"async"`` (one subprocess per sub-env, ``AsyncVectorEnv``),
             ``"native"`` (the id's own vectorised implementation,
-            ``gymnasium.make_vec(id, vectorization_mode="vector_entry_point")``), or ``"auto"``:
+            ``gymnasium.make_vec(id, vectorization_mode="vector_entry_point")``), ``"envpool"``
+            (Atari games in EnvPool, DQN-preprocessed frames; see ``_envpool``), or
+            ``"auto"``: envpool for an ``"atari-*"`` short name when EnvPool is installed,
             native when the id ships a vector entry point we can normalise and
             ``n_envs >= 8`` (below that the sync loop is faster), else sync.
         step_timeout: seconds a step (or reset) may take before it counts as a failure. Only
@@ -128,6 +131,8 @@ class EnvManager:
         _check_args(n_envs, seed, mode, step_timeout)
         budget = RestartBudget(max_restarts, restart_window)
         source = resolve_env(env, env_kwargs)
+        if mode == "auto" and auto_picks_envpool(source):
+            mode = "envpool"
         self.mode: str = _resolve_mode(mode, source.gym_id, n_envs)
         if step_timeout is not None and self.mode != "async":
             raise ValueError(
@@ -143,8 +148,10 @@ class EnvManager:
         self.restart_window = restart_window
         self.restarts = 0  # over the manager's life
         self._budget = budget
-        self._backend: LoopBackend | AsyncBackend | NativeBackend
-        if self.mode == "native":
+        self._backend: LoopBackend | AsyncBackend | NativeBackend | EnvPoolBackend
+        if self.mode == "envpool":
+            self._backend = EnvPoolBackend(source, n_envs, seed)
+        elif self.mode == "native":
             self._backend = NativeBackend(source, n_envs, seed)
         elif self.mode == "async":
             self._backend = AsyncBackend(source, n_envs, seed, step_timeout)
@@ -167,6 +174,8 @@ class EnvManager:
                                  n_envs, load_mask_fn(action_mask_fn), bool(action_masks))
         self.action_mask: np.ndarray | None = None
         self._ep_return = np.zeros(n_envs, dtype=np.float64)  # return so far, per sub-env
+        # EnvPool may clip rewards (its "train" preset): episodes report the game's score instead
+        self._raw_reward_key = "reward" if self.mode == "envpool" else None
         self._t = 0  # steps taken by this manager
         # value of _t when each episode began (a list: a few rows are read and set faster in Python)
         self._ep_start: list[int] = [0] * n_envs
@@ -218,7 +227,7 @@ class EnvManager:
         except EnvFailureError as err:
             raise self._named(err) from err
         ep_return = self._ep_return
-        ep_return += reward
+        ep_return += reward if self._raw_reward_key is None else infos[self._raw_reward_key]
         self._t = t = self._t + 1
         episodes = []
         if rows.size:  # row by row: for the few rows that end per step, faster than fancy indexing
@@ -278,6 +287,10 @@ class EnvManager:
         cannot be captured (`NotImplementedError`); a resumed async run re-seeds its envs.
         """
         self._check_open("get_state")
+        if self.mode == "envpool":
+            raise NotImplementedError(
+                "EnvManager.get_state(): EnvPool cannot snapshot its envs, so mode='envpool' "
+                "has no exact resume; a resumed run re-seeds them (use mode='sync' for one)")
         if self.mode == "async":
             raise NotImplementedError(
                 "EnvManager.get_state(): envs in async subprocesses cannot be captured; a resumed "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import importlib.util
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -116,10 +117,16 @@ def resolve_env(env: str | EnvFactory, env_kwargs: Mapping[str, Any] | None = No
     reg = _REGISTRY.get(env.lower())
     if reg is not None:
         return EnvSource(reg.target, {**reg.kwargs, **extra}, f"{env!r} ({_describe(reg.target)})")
+    if env.startswith("ALE/") and importlib.util.find_spec("ale_py") is not None:
+        import ale_py  # its ids are known to gymnasium once it is imported
+
+        gym.register_envs(ale_py)
     try:
         gym.spec(env)
     except gym.error.Error as exc:
-        raise UnknownEnvError(_unknown_message(env)) from exc
+        # without ale-py, an Atari id can still run in mode="envpool" (EnvPool has the games)
+        if not (env.startswith("ALE/") and importlib.util.find_spec("envpool") is not None):
+            raise UnknownEnvError(_unknown_message(env)) from exc
     return EnvSource(env, extra, repr(env))
 
 
