@@ -10,6 +10,7 @@ from .logger import online_logger, read_metrics
 from .offline import offline_data_fetcher
 from .onpolicy import gae_estimator, multistep_trainer
 from .progress import progress_bar
+from .realtime import overrun_meter
 from .termination import termination_checker
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "offline_data_fetcher",
     "offpolicy_data_fetcher",
     "online_logger",
+    "overrun_meter",
     "progress_bar",
     "read_metrics",
     "restore_checkpoint",
