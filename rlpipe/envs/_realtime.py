@@ -102,6 +102,13 @@ def _env_class() -> Type:
             info["rt_time_steps"] = self.rt_time_steps
             return obs, rew, terminated, truncated, info
 
+        def __reduce_ex__(self, protocol: Any) -> Any:
+            # EnvManager.get_state() pickles its envs for an exact resume; a real-time env's
+            # state is a running clock and its threads: a resumed run resets it instead
+            raise NotImplementedError(
+                "a real-time env (rtgym) cannot be captured: its state is the wall clock and "
+                "its time-step thread; a resumed run resets it")
+
         def overrun_stats(self) -> Dict[str, float]:
             return _stats(self.rt_time_steps, self.rt_overruns, self.rt_max_late_s)
 
