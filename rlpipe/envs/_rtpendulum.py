@@ -9,7 +9,7 @@ one-step delay) and the observation is ``[cos θ, sin θ, θ̇]`` followed by th
 The reward of a step is Pendulum-v1's, ``-(θ² + 0.1 θ̇² + 0.001 u²)`` at the captured state and
 the torque then applied, so returns compare with Pendulum-v1's when one time step lasts 0.05 s of
 pendulum time (``time_step_duration * time_scale = 0.05``: 20 Hz at scale 1, 50 Hz at 2.5).
-Registered as ``"rlpipe/RTPendulum-v0"`` (flattened observation, 200 steps an episode).
+Registered as ``"rlpipe/RTPendulum-v0"`` (20 Hz, flattened observation, 200 steps an episode).
 """
 from __future__ import annotations
 
@@ -100,7 +100,7 @@ class PendulumInterface:
         return None
 
 
-def make_rtpendulum(hz: float = 50.0, time_scale: Optional[float] = None,
+def make_rtpendulum(hz: float = 20.0, time_scale: Optional[float] = None,
                     ep_max_length: int = 200, act_buf_len: int = 1, flatten: bool = True,
                     seed: Optional[int] = None, **config: Any) -> gym.Env:
     """The real-time pendulum at ``hz`` time steps per wall-clock second.

@@ -41,11 +41,6 @@ RUN_MEANINGS: Dict[str, str] = {
     "env.stop_value": "finish when the mean eval return reaches this (None: run the budget)",
     "env.step_timeout": "seconds an env step may take before the env is restarted (async mode)",
     "env.env_kwargs": "keyword arguments for gymnasium.make (or the env factory)",
-    "env.env_kwargs.hz": "real-time envs: time steps per wall-clock second",
-    "env.env_kwargs.act_buf_len": "real-time envs: actions in the observation's action buffer",
-    "env.env_kwargs.ep_max_length": "real-time envs: time steps per episode (then truncated)",
-    "env.env_kwargs.time_step_timeout_factor": "real-time envs: rtgym's elasticity, in time "
-                                               "steps; a step later than that is an overrun",
     "env.action_masks": "hand the env's action masks to the policy (False: ignore them)",
     "env.action_mask_fn": "'module:function' giving the action mask from (obs, infos); None: "
                           "the env's info['action_mask'] or obs key 'action_mask'",

@@ -9,7 +9,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:Time-step timed out")
 
 from rlpipe.zoo import get_entry, train  # noqa: E402
 
-SHORT = ["max_env_step=300", "env.env_kwargs.hz=100", "env.env_kwargs.ep_max_length=50",
+SHORT = ["max_env_step=300", "env.env_kwargs={'hz': 100, 'ep_max_length': 50}",
          "env.eval_n_envs=1", "policy.eval.evaluator.n_episode=1",
          "policy.eval.evaluator.eval_freq=300", "policy.collect.random_collect_size=100",
          "replay.min_samples=100", "ckpt.train_freq=1000", "env.stop_value=1"]

@@ -26,9 +26,9 @@ REQUIRES = {"rtgym": "realtime"}  # import name -> rlpipe extra
 
 config: Dict[str, Any] = dict(
     max_env_step=10_000,
-    env=dict(id="rlpipe/RTPendulum-v0", n_envs=1, eval_n_envs=5, stop_value=-400,
-             env_kwargs=dict(hz=20.0, act_buf_len=1, ep_max_length=200,
-                             time_step_timeout_factor=1.0)),
+    # the env's defaults: hz=20, act_buf_len=1, ep_max_length=200, time_step_timeout_factor=1
+    # (rtgym's), wait_on_done=True; change them with --set env.env_kwargs.<key>=<value>
+    env=dict(id="rlpipe/RTPendulum-v0", n_envs=1, eval_n_envs=5, stop_value=-400),
     replay=dict(capacity=100_000, min_samples=1000),
     policy=dict(
         model=dict(actor_hidden=(64, 64), critic_hidden=(64, 64)),
