@@ -15,30 +15,27 @@ the learner never holds the collector's GIL and the collector keeps its clock. T
 the collector's env are logged as `collect/overrun_rate`. `main(cfg)` called directly (no
 `--collectors`) runs everything in one process; see docs/realtime.md.
 """
+import copy
 from typing import Any, Dict
 
 from rlpipe.middleware import overrun_meter
 from rlpipe.policies import SACPolicy
 from rlpipe.zoo._offpolicy import resolve_config, run_offpolicy
+from rlpipe.zoo.pendulum import sac as pendulum_sac
 
 POLICY = SACPolicy
 REQUIRES = {"rtgym": "realtime"}  # import name -> rlpipe extra
 
-config: Dict[str, Any] = dict(
+# pendulum-sac's settings (networks, optimisers, one update per env step, 1000 warm-up steps)
+config: Dict[str, Any] = copy.deepcopy(pendulum_sac.config)
+config.update(
     max_env_step=10_000,
     # the env's defaults: hz=20, act_buf_len=1, ep_max_length=200, time_step_timeout_factor=1
     # (rtgym's), wait_on_done=True; change them with --set env.env_kwargs.<key>=<value>
     env=dict(id="rlpipe/RTPendulum-v0", n_envs=1, eval_n_envs=5, stop_value=-400),
-    replay=dict(capacity=100_000, min_samples=1000),
-    policy=dict(
-        model=dict(actor_hidden=(64, 64), critic_hidden=(64, 64)),
-        learn=dict(batch_size=128, gamma=0.99, tau=0.005, actor_lr=1e-3, critic_lr=1e-3,
-                   alpha_lr=1e-3, update_per_collect=32),
-        collect=dict(n_sample=32, random_collect_size=1000),
-        eval=dict(evaluator=dict(eval_freq=1000, n_episode=5)),
-    ),
     parallel=dict(collectors=1, evaluator=True, backend="local", child_nice=0),
 )
+config["policy"]["eval"] = dict(evaluator=dict(eval_freq=1000, n_episode=5))
 
 
 def main(cfg: Any) -> Dict[str, Any]:
