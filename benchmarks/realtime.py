@@ -14,7 +14,8 @@ other; the ratio beside/alone is the figure to read.
 The 1-minute load average is printed beside every figure: on a shared machine overruns grow
 with the load (the scheduler's latency), whatever the pipeline does.
 
-Run:  python benchmarks/realtime.py [--seeds 0 1 2 3 4] [--steps 1000] [--max-env-step 10000]
+Run:  python benchmarks/realtime.py [--seeds 0 1 2 3 4] [--steps 1000] [--hz 20]
+      [--max-env-step 10000]
 """
 from __future__ import annotations
 
@@ -107,12 +108,12 @@ def _learn(policy, obs_dim: int, stop: threading.Event, counter: list) -> None:
         counter[0] += 1
 
 
-def same_process(steps: int) -> None:
+def same_process(steps: int, hz: float) -> None:
     torch.set_num_threads(1)
-    env = make_rtpendulum(hz=50.0)
+    env = make_rtpendulum(hz=hz)
     actor, learner = make_sac(env), make_sac(env)
     try:
-        print(f"collection alone ({steps} steps at 50 Hz) ... [{load()}]", flush=True)
+        print(f"collection alone ({steps} steps at {hz:g} Hz) ... [{load()}]", flush=True)
         alone = collect(env, actor, steps)
         print(f"  overruns {alone['overruns']}/{alone['time_steps']} = {alone['rate']:.2%}  "
               f"[{load()}]", flush=True)
@@ -144,11 +145,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="*", default=[0, 1])
     parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--hz", type=float, default=20.0, help="clock of the part-2 env")
     parser.add_argument("--max-env-step", type=int, default=10_000)
     args = parser.parse_args()
     print(f"cpus {os.cpu_count()}  [{load()}]", flush=True)
     if args.steps:
-        same_process(args.steps)
+        same_process(args.steps, args.hz)
     results = []
     with tempfile.TemporaryDirectory() as root:
         for seed in args.seeds:
