@@ -29,6 +29,8 @@ setup(
         # offline data sets (rlpipe.data.load_dataset, `rlpipe dataset`); minari 0.5.4 imports
         # PIL without declaring it
         "offline": ["minari[hdf5]>=0.5.4", "pillow"],
+        # real-time envs (rlpipe.envs.make_realtime_env, rtpendulum-sac)
+        "realtime": ["rtgym"],
         "plot": ["matplotlib>=3.7"],
         "test": ["pytest>=7.4", "pytest-timeout>=2.1"],
         # benchmarks/parity.py: the reference implementations (never a runtime dependency)

@@ -138,6 +138,8 @@ RANGES: Sequence[Tuple[str, Range]] = (
                                      optional=True)),
     ("parallel.batches_per_iter", count(1, "trajectory batches per learner iteration")),
     ("parallel.queue_size", count(1, "queued trajectory batches", optional=True)),
+    ("parallel.child_nice", count(0, "CPU priority offset of local child processes",
+                                  optional=True)),
     # the pipeline settings of every policy section
     ("policy.collect.n_sample", count(1, "env steps collected per iteration")),
     ("policy.collect.n_episode", count(1, "episodes collected per iteration")),

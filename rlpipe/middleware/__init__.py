@@ -10,6 +10,7 @@ from .logger import online_logger, read_metrics
 from .offline import offline_data_fetcher
 from .onpolicy import gae_estimator, multistep_trainer
 from .progress import progress_bar
+from .realtime import overrun_meter
 from .sequence import SequenceAdding, sequence_fetcher, sequence_pusher
 from .termination import termination_checker
 
@@ -36,6 +37,7 @@ __all__ = [
     "offline_data_fetcher",
     "offpolicy_data_fetcher",
     "online_logger",
+    "overrun_meter",
     "progress_bar",
     "read_metrics",
     "restore_checkpoint",

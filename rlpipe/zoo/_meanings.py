@@ -69,6 +69,8 @@ RUN_MEANINGS: Dict[str, str] = {
     "parallel.batches_per_iter": "collector batches the learner takes per iteration",
     "parallel.queue_size": "collector batches in flight before collectors wait (None: default)",
     "parallel.backend": "'ray' (actors, one machine or a cluster) or 'local' (child processes)",
+    "parallel.child_nice": "CPU priority offset of the local backend's children (None: 10; 0 "
+                           "for a real-time collector that must keep its clock)",
     "imports": "modules imported before the run (`--import`), e.g. ones that register "
                "an env or a policy",
 }

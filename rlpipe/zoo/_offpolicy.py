@@ -1,7 +1,7 @@
 """The off-policy pipeline shared by the zoo's DQN (and later SAC/TD3) entries."""
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional, Sequence
 
 import numpy as np
 from easydict import EasyDict
@@ -43,8 +43,10 @@ RUN_DEFAULTS: Dict[str, Any] = dict(
     logger=dict(tensorboard=True),
     ckpt=dict(train_freq=5000),
     # distributed runs (rlpipe train --collectors N; see docs/distributed.md)
+    # child_nice: CPU priority offset of the local backend's child processes (None: 10, the
+    # learner keeps its CPU; 0 for collectors that must keep a real-time clock)
     parallel=dict(collectors=0, evaluator=False, publish_every=None, batches_per_iter=1,
-                  queue_size=None, backend="ray"),
+                  queue_size=None, backend="ray", child_nice=None),
 )
 
 def default_config(policy_cls: Any) -> EasyDict:
@@ -144,10 +146,11 @@ def transition_data(cfg: Any, collector: Any) -> DataPath:
 
 
 def build_offpolicy(cfg: Any, policy_cls: Any, compressor: Any = None,
-                    decompressor: Any = None) -> Pipeline:
+                    decompressor: Any = None, extra: Sequence[Any] = ()) -> Pipeline:
     """Envs, policy, buffer, collector and (resumed) context of the off-policy pipeline, and
     its middleware in the order of DI-engine's middleware guide; nothing runs yet. A recurrent
-    policy (R2D2) learns from sequences (zoo/_sequence.py) instead of transitions."""
+    policy (R2D2) learns from sequences (zoo/_sequence.py) instead of transitions. `extra`:
+    middleware used after the learner (before the exchange's send and the logger)."""
     collector_env, evaluator_env = envs = make_envs(cfg)
     with closed_on_error(envs):
         policy = make_policy(cfg, policy_cls, collector_env)
@@ -168,6 +171,8 @@ def build_offpolicy(cfg: Any, policy_cls: Any, compressor: Any = None,
         task.use(collector)
         data.install(task)
         task.use(OffPolicyLearner(cfg, policy.learn_mode, data.buffer, fetcher=data.fetcher))
+        for middleware in extra:
+            task.use(middleware)
         if exchange is not None:
             task.use(exchange.send)
         use_run_tail(task, cfg, policy, run_state)
@@ -176,9 +181,10 @@ def build_offpolicy(cfg: Any, policy_cls: Any, compressor: Any = None,
 
 
 def run_offpolicy(cfg: Any, policy_cls: Any, compressor: Any = None,
-                  decompressor: Any = None) -> Dict[str, Any]:
+                  decompressor: Any = None, extra: Sequence[Any] = ()) -> Dict[str, Any]:
     """Train `policy_cls` with the pipeline of DI-engine's middleware guide; return a summary.
 
     In an actor of a distributed run (`parallel.link()` is set) the exchange middleware connect
     it to the others (`compressor`/`decompressor`: optional functions on the trajectories)."""
-    return run_pipeline(cfg, lambda: build_offpolicy(cfg, policy_cls, compressor, decompressor))
+    return run_pipeline(cfg, lambda: build_offpolicy(cfg, policy_cls, compressor, decompressor,
+                                                     extra))

@@ -124,7 +124,8 @@ def _has_console(logger: logging.Logger) -> bool:
 def _backend_options(par: Any) -> Dict[str, Any]:
     backend = par.get("backend", "ray")
     if backend == "local":  # a learner-bound run: the learner keeps its CPU (docs/concepts.md)
-        return {"backend": backend, "child_nice": LOCAL_CHILD_NICE}
+        nice = par.get("child_nice")  # a real-time collector keeps its priority (0)
+        return {"backend": backend, "child_nice": LOCAL_CHILD_NICE if nice is None else nice}
     return {"backend": backend}
 
 

@@ -29,6 +29,7 @@ ENTRIES: Dict[str, str] = {
     "hopper-sac": "rlpipe.zoo.hopper.sac",
     "cartpole-ppo": "rlpipe.zoo.cartpole.ppo",
     "pendulum-ppo": "rlpipe.zoo.pendulum.ppo",
+    "rtpendulum-sac": "rlpipe.zoo.rtpendulum.sac",
     "lunarlander-ppo": "rlpipe.zoo.lunarlander.ppo",
     "maskedgrid-dqn": "rlpipe.zoo.maskedgrid.dqn",
     "maskedgrid-ppo": "rlpipe.zoo.maskedgrid.ppo",

@@ -1,0 +1,1 @@
+"""Zoo entries for the simulated real-time pendulum (rlpipe/RTPendulum-v0)."""
