@@ -92,6 +92,7 @@ def _examples_of_each_middleware(mw, cfg, env, policy, buffer_):
         "online_logger(cfg)": mw.online_logger(cfg, tensorboard=False),
         "progress_bar(cfg)": mw.progress_bar(cfg, disable=True),
         "CkptSaver(cfg, policy)": mw.CkptSaver(cfg, policy),
+        "overrun_meter()": mw.overrun_meter(),
     }
 
 
