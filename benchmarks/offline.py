@@ -8,8 +8,9 @@
    - CartPole "medium": `cartpole-dqn` stopped at a mean eval return >= 200, rolled for 100
      episodes with the first epsilon of 0.2, 0.1, 0.3, 0.05, 0.4, 0.5 that puts the behaviour
      mean return in 150-300;
-   - Pendulum "medium-replay": the replay buffer of `pendulum-sac` stopped at a mean eval
-     return >= -700 (`rlpipe dataset collect --from-replay`).
+   - Pendulum "medium-replay": the whole replay buffer of `pendulum-sac` (seed 0) stopped at
+     its first evaluation (every 200 updates) with a mean return >= -700
+     (`rlpipe dataset collect --from-replay`).
 2. Trains each offline zoo entry on them for every seed (`rlpipe train ENTRY --seed S`) and
    takes the run summary's final evaluation (10 episodes of the final weights).
 3. Prints a table (returns per seed, mean, wall time, gradient steps/s) and the bars:
@@ -55,10 +56,13 @@ def run(line: str) -> Dict[str, Any]:
     return json.loads(last) if last.startswith("{") else {"text": text}
 
 
-def mean_return(dataset_id: str) -> float:
+def describe(dataset_id: str) -> Dict[str, Any]:
+    """Episodes, transitions and the behaviour mean return of `dataset_id`."""
     from rlpipe.data import load_dataset
 
-    return float(load_dataset(dataset_id).episode_returns.mean())
+    data = load_dataset(dataset_id)
+    return dict(episodes=data.n_episodes, transitions=len(data),
+                behaviour_return=float(data.episode_returns.mean()))
 
 
 def make_cartpole() -> Dict[str, Any]:
@@ -67,11 +71,11 @@ def make_cartpole() -> Dict[str, Any]:
     for eps in EPSILONS:
         line = collect.replace("--eps 0.2", f"--eps {eps}") + " --overwrite --no-progress"
         run(line)
-        behaviour = mean_return(CARTPOLE)
-        if 150 <= behaviour <= 300:
+        info = describe(CARTPOLE)
+        if 150 <= info["behaviour_return"] <= 300:
             break
     return dict(commands=[train, line], policy_eval_return=summary["best_eval_value"],
-                behaviour_return=behaviour, in_range=150 <= behaviour <= 300)
+                in_range=150 <= info["behaviour_return"] <= 300, **info)
 
 
 def make_pendulum() -> Dict[str, Any]:
@@ -79,7 +83,7 @@ def make_pendulum() -> Dict[str, Any]:
     summary = run(f"{train} --no-progress")
     run(f"{collect} --overwrite")
     return dict(commands=[train, collect], stopped_at_eval_return=summary["best_eval_value"],
-                env_steps=summary["env_step"], behaviour_return=mean_return(PENDULUM))
+                env_steps=summary["env_step"], **describe(PENDULUM))
 
 
 def train_entry(entry: str, seed: int) -> Dict[str, Any]:

@@ -18,9 +18,14 @@ RECIPES: Dict[str, Tuple[str, ...]] = {
         "rlpipe dataset collect runs/cartpole-dqn-medium --episodes 100 --eps 0.2 "
         "--id cartpole/medium-v0",
     ),
-    # the replay buffer of a pendulum-sac run stopped at a mean eval return of -700 or more
+    # D4RL's "medium-replay": all the data a pendulum-sac run saw until its policy was "medium",
+    # i.e. its whole replay buffer at the first evaluation (5 episodes, every 200 updates, so
+    # about every 224 env steps) with a mean return of -700 or more. Seeds 0-2 all stop there at
+    # env step 3264 (evaluations of -870 then -554/-612/-326): 17 episodes, 3264 transitions,
+    # behaviour mean return about -1270.
     "pendulum/medium-replay-v0": (
-        "rlpipe train pendulum-sac --run-dir runs/pendulum-sac-medium --set env.stop_value=-700",
+        "rlpipe train pendulum-sac --run-dir runs/pendulum-sac-medium --seed 0 "
+        "--set env.stop_value=-700 --set policy.eval.evaluator.eval_freq=200",
         "rlpipe dataset collect --from-replay runs/pendulum-sac-medium "
         "--id pendulum/medium-replay-v0",
     ),

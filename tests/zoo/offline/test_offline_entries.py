@@ -92,17 +92,16 @@ def test_cartpole_entry_learns_from_expert_data(name, iters, bar, minari_root, c
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name,iters,bar", [("pendulum-bc", 1500, -600),
-                                            ("pendulum-td3bc", 3000, -600),
-                                            ("pendulum-iql", 3000, -600),
-                                            pytest.param("pendulum-cql", 3000, -900,
-                                                         marks=pytest.mark.xfail(
-                                                             strict=True, reason=(
-                                                                 "CQL stays below -900 on this "
-                                                                 "data in 3000 updates: not "
-                                                                 "tuned yet (see the report)")))])
-def test_pendulum_entry_learns_from_noisy_expert_data(name, iters, bar, minari_root, capsys):
+@pytest.mark.parametrize("name,iters,bar,sets", [
+    ("pendulum-bc", 1500, -600, ()),
+    # the entry's alpha = 100 is for its mostly random replay data; on this narrow expert data
+    # it swings between -350 and -1200, the paper's 2.5 holds about -165 from 1000 updates on
+    ("pendulum-td3bc", 2000, -600, ("policy.learn.alpha=2.5",)),
+    ("pendulum-iql", 2000, -600, ()),
+    ("pendulum-cql", 2000, -900, ())])
+def test_pendulum_entry_learns_from_noisy_expert_data(name, iters, bar, sets, minari_root,
+                                                      capsys):
     behaviour = pendulum_data("pendulum/noisy-expert-v0", 15, noise=0.5)
     random_policy = -1200  # about the mean return of uniform random torques
     assert behaviour > random_policy + 300
-    assert _final_return(name, "pendulum/noisy-expert-v0", iters, capsys) >= bar
+    assert _final_return(name, "pendulum/noisy-expert-v0", iters, capsys, *sets) >= bar
