@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from easydict import EasyDict
 
+from ._common import extend_config
 from ._obs_norm import ObsNormalizer
 from .td3 import TD3Policy
 
@@ -45,31 +46,11 @@ class TD3BCPolicy(TD3Policy):
         # The paper's settings (its hyperparameter table, appendix): TD3's own (256-256 MLPs,
         # Adam 3e-4, batch 256, gamma 0.99, tau 0.005, policy noise 0.2 clipped at 0.5, actor
         # every 2 critic steps) plus alpha = 2.5.
-        return EasyDict(
-            device="cpu",        # learner device: "cpu", "cuda" or "auto"
-            seed=None,           # seeds init and all noise (None: from torch's global RNG)
-            model=dict(
-                actor_hidden=(256, 256),   # actor MLP layers
-                critic_hidden=(256, 256),  # each Q network's MLP layers (input: obs ⊕ action)
-                encoders={},               # per Dict key encoder kind, e.g. {"image": "mlp"}
-            ),
+        return extend_config(super().default_config(), dict(
             learn=dict(
-                batch_size=256,      # rows per learn step (read by the learner middleware)
-                gamma=0.99,          # discount per env step
-                tau=0.005,           # Polyak rate of both targets, at each actor update
-                actor_lr=3e-4,       # Adam learning rate of the actor
-                critic_lr=3e-4,      # Adam learning rate of the twin critics
-                policy_delay=2,      # update actor and targets every N critic updates
-                target_noise=0.2,    # std of the target policy smoothing noise (normalised units)
-                target_noise_clip=0.5,  # the smoothing noise is clipped to ± this
                 alpha=2.5,           # weight of the Q term against BC: λ = alpha / mean|Q|
-                grad_clip=None,      # max global grad norm per network (None: no clipping)
             ),
-            collect=dict(
-                device="cpu",        # where the acting copy of the actor lives
-                noise_scale=0.1,     # std of the Gaussian exploration noise (normalised units)
-            ),
-        )
+        ))
 
     def __init__(self, cfg: Mapping | None, obs_space: gym.Space, action_space: gym.Space) -> None:
         super().__init__(cfg, obs_space, action_space)
