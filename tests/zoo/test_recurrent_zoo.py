@@ -37,10 +37,13 @@ def test_async_mode_runs_the_recurrent_pipeline(tmp_path):
     assert result["env_step"] >= 768 and result["train_iter"] > 0
 
 
-def test_collectors_are_refused_for_the_on_policy_entry_with_the_reason(tmp_path):
-    with pytest.raises(ValueError, match="one process only"):
-        train("cartpole-novel-ppo-lstm", collectors=2, max_env_step=256,
-              run_dir=str(tmp_path / "run"), progress=False)
+def test_the_recurrent_on_policy_entry_runs_with_local_collectors(tmp_path):
+    """On-policy --collectors (each collector process keeps its own hidden states; the learner
+    runs GAE and the chunked updates on each collector's time-ordered rollout)."""
+    result = train("cartpole-novel-ppo-lstm", collectors=2, backend="local", max_env_step=1024,
+                   run_dir=str(tmp_path / "run"), progress=False)
+    assert result["env_step"] >= 1024 and result["train_iter"] > 0
+    assert result["final_eval_iter"] == result["train_iter"]
 
 
 @pytest.mark.slow

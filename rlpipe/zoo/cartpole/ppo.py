@@ -2,7 +2,7 @@
 
 Hyperparameters follow rl-zoo's tuned CartPole PPO (8 envs × 32 steps per rollout, one minibatch
 of 256 rows, 20 epochs, lr 1e-3 decaying linearly to 0, gamma 0.98, GAE lambda 0.8);
-benchmarks/ppo_cartpole.py measures it over seeds.
+benchmarks/solve_rate.py measures it over seeds.
 """
 from typing import Any, Dict
 

@@ -5,25 +5,17 @@ stay below 150 at the budget, where cartpole-novel-ppo-lstm reaches 475.
 The same settings as cartpole-ppo (rl-zoo's tuned CartPole PPO) on the masked env, so the
 comparison isolates memory (benchmarks/recurrent.py runs both).
 """
+import copy
 from typing import Any, Dict
 
 from rlpipe.policies import PPOPolicy
 from rlpipe.zoo._onpolicy import resolve_config, run_onpolicy
+from rlpipe.zoo.cartpole import ppo as cartpole_ppo
 
 POLICY = PPOPolicy
 
-config: Dict[str, Any] = dict(
-    max_env_step=100_000,
-    env=dict(id="rlpipe/CartPoleNoVel-v1", n_envs=8, eval_n_envs=10, stop_value=475),
-    policy=dict(
-        model=dict(hidden=(64, 64)),
-        learn=dict(lr=1e-3, lr_schedule="linear", epoch_per_collect=20, batch_size=256,
-                   gamma=0.98, gae_lambda=0.8, clip_ratio=0.2, entropy_coef=0.0),
-        collect=dict(n_sample=256),
-        eval=dict(evaluator=dict(eval_freq=100, n_episode=10)),  # every 5 rollouts
-    ),
-    ckpt=dict(train_freq=2000),
-)
+config: Dict[str, Any] = copy.deepcopy(cartpole_ppo.config)
+config["env"]["id"] = "rlpipe/CartPoleNoVel-v1"
 
 
 def main(cfg: Any) -> Dict[str, Any]:
