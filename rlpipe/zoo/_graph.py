@@ -15,6 +15,8 @@ import io
 import tempfile
 from typing import Any, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
+import numpy as np
+
 from rlpipe.engine import Contract, Task, contract_of
 from rlpipe.engine._scheduler import dependencies
 
@@ -133,10 +135,12 @@ def pipeline_graph(cfg: Any, policy_cls: Any, title: str = "pipeline") -> Pipeli
     on-policy); it is copied, with one env per env manager, no resume, and a temporary run
     folder so that the logger and checkpoint saver are part of the graph as in a real run.
     """
+    from ._offline import build_offline
     from ._offpolicy import build_offpolicy
     from ._onpolicy import build_onpolicy
 
     offpolicy = "replay" in cfg
+    offline = "dataset" in cfg and not offpolicy
     note = ""
     if cfg.get("async_mode") and offpolicy:
         note = ("`rlpipe train --async` runs this entry's collector and evaluator in processes of "
@@ -148,15 +152,41 @@ def pipeline_graph(cfg: Any, policy_cls: Any, title: str = "pipeline") -> Pipeli
         cfg.update(run_dir=run_dir, resume_from=None)
         if "parallel" in cfg:
             cfg.parallel.collectors = 0
-        build = build_offpolicy if offpolicy else build_onpolicy
-        pipeline = build(cfg, policy_cls)
+        if offline:  # a stand-in data set: the graph needs its spaces, not its data
+            pipeline = build_offline(cfg, policy_cls, _stand_in_dataset(cfg))
+        else:
+            build = build_offpolicy if offpolicy else build_onpolicy
+            pipeline = build(cfg, policy_cls)
         try:
             chain = chain_of(pipeline.install, pipeline.ctx, bool(cfg.get("async_mode")))
         finally:
             pipeline.close()
-    kind = "off-policy" if offpolicy else "on-policy"
+    kind = "offline" if offline else "off-policy" if offpolicy else "on-policy"
     return graph_of_chain(chain, f"{title} ({kind} pipeline, {len(chain)} middleware)", note,
                           kept=pipeline.ctx.kept)
+
+
+def _stand_in_dataset(cfg: Any) -> Any:
+    """Random observations and actions in the spaces of `cfg.env.id`, one batch long: only
+    for drawing an offline pipeline when its data set need not exist."""
+    from rlpipe.data import OfflineDataset
+    from rlpipe.envs import EnvManager
+
+    if not cfg.env.id:
+        raise ValueError("rlpipe graph of an offline run needs its env: pass --set env.id=ID")
+    env = EnvManager(cfg.env.id, n_envs=1, mode="sync",
+                     env_kwargs=dict(cfg.env.env_kwargs) or None)
+    try:
+        obs_space, action_space = env.observation_space, env.action_space
+    finally:
+        env.close()
+    steps = int(cfg.policy.learn.batch_size) + 1
+    episode = {"observations": np.stack([obs_space.sample() for _ in range(steps + 1)]),
+               "actions": np.stack([action_space.sample() for _ in range(steps)]),
+               "rewards": np.zeros(steps, np.float32),
+               "terminations": np.zeros(steps, bool),
+               "truncations": np.arange(steps) == steps - 1}
+    return OfflineDataset.from_episodes([episode], obs_space, action_space)
 
 
 def entry_graph(name: str, overrides: Iterable[str] = ()) -> PipelineGraph:

@@ -134,10 +134,11 @@ def normalize_obs(policy: Any, dataset: Any) -> None:
         policy.set_obs_normalizer(*dataset.obs_stats())
 
 
-def build_offline(cfg: Any, policy_cls: Any) -> Pipeline:
+def build_offline(cfg: Any, policy_cls: Any, dataset: Any = None) -> Pipeline:
     """Data set, eval env, policy and (resumed) context of the offline pipeline, and its
-    middleware: evaluator → offline_data_fetcher → trainer → the run's tail."""
-    dataset = open_dataset(cfg)
+    middleware: evaluator → offline_data_fetcher → trainer → the run's tail. `dataset`:
+    one already loaded (default: `cfg.dataset.id`'s)."""
+    dataset = open_dataset(cfg) if dataset is None else dataset
     evaluator_env = make_eval_env(cfg, dataset)
     envs = (evaluator_env,)
     with closed_on_error(envs):

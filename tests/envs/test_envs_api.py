@@ -20,9 +20,10 @@ from rlpipe.envs import (
 def test_all_lists_the_public_names():
     assert sorted(envs.__all__) == [
         "BatchObs", "EnvFailureError", "EnvManager", "MaskObservation", "MissingDependencyError",
-        "MultiAgentEnvManager", "MultiAgentStepResult", "StepResult",
-        "UnknownEnvError", "empty_segments", "flat_mask", "mask_segments", "obs_to_tree",
-        "register_env", "registered_envs", "sample_valid_actions", "unregister_env",
+        "MultiAgentEnvManager", "MultiAgentStepResult", "PendulumInterface", "StepResult",
+        "UnknownEnvError", "empty_segments", "flat_mask", "make_realtime_env", "make_rtpendulum",
+        "mask_segments", "obs_to_tree", "realtime_overruns", "register_env", "registered_envs",
+        "sample_valid_actions", "unregister_env",
     ]
     for name in envs.__all__:
         assert hasattr(envs, name)

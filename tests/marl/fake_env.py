@@ -69,12 +69,20 @@ class FakeParallel(ParallelEnv):
     def state(self) -> np.ndarray:
         return np.array([self.t, len(self.agents), self.noise], dtype=np.float32)
 
+    def _first_to_crash(self) -> bool:
+        """Whether this env makes the crash file (atomically: in async mode two workers reach
+        the crash step at the same moment, and only one may crash)."""
+        try:
+            os.close(os.open(self.crash_file, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return False
+        return True
+
     def step(self, actions):
         stray = set(actions) - set(self.agents)
         if stray:
             raise ValueError(f"actions for agents not in the episode: {sorted(stray)}")
-        if self.crash_file and self.t == self.crash_at and not os.path.exists(self.crash_file):
-            open(self.crash_file, "w").close()
+        if self.crash_file and self.t == self.crash_at and self._first_to_crash():
             raise RuntimeError("fake env crash")
         self.t += 1
         acting = list(self.agents)
