@@ -15,7 +15,7 @@ from typing import Any, List, Optional, Sequence
 import numpy as np
 import torch
 
-from rlpipe.envs import empty_segments, flat_mask, mask_segments
+from rlpipe.mask_layout import empty_segments, flat_mask, mask_segments
 from rlpipe.models.distributions import MultiCategorical
 
 MASKED_LOGIT = -1e8

@@ -2,8 +2,7 @@
 Effectiveness of PPO in Cooperative Multi-Agent Games"; de Witt et al. 2020 for IPPO).
 
 The agents share one actor (an agent-id one-hot joins the observation) unless share_params is off.
-MAPPO's critic reads the global state (or, without one, every agent's observation), IPPO's the
-agent's own observation (models/multi_agent.py).
+MAPPO's critic reads the global state (or, without one, all agents' observations), IPPO's the own.
 
 collect (acting copy), per env row b and agent i:  a ~ π_old(·|o_i),  logp = log π_old(a|o_i),
   value = V_old(critic input of i)  → "action" [n, A, ...], "logp" [n, A], "value" [n, A].
