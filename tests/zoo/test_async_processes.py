@@ -13,6 +13,8 @@ from rlpipe.middleware import load_checkpoint
 from rlpipe.zoo import resume, train
 from rlpipe.zoo._evaluate import evaluate_run
 
+from ._waiting import wait_for_periodic_checkpoint
+
 SMALL = ["policy.collect.random_collect_size=256", "replay.min_samples=256",
          "policy.eval.evaluator.n_episode=2", "policy.eval.evaluator.eval_freq=64",
          "policy.learn.update_per_collect=16", "policy.model.hidden=(32, 32)",
@@ -67,11 +69,7 @@ def test_ctrl_c_stops_every_process_and_the_run_resumes(tmp_path):
         cmd += ["--set", item]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
-    deadline = time.time() + 120
-    while not os.path.exists(os.path.join(run_dir, "ckpt", "iter_64.pt")):
-        assert proc.poll() is None, proc.communicate()[1][-3000:]
-        assert time.time() < deadline, "no checkpoint after 120 s"
-        time.sleep(0.2)
+    wait_for_periodic_checkpoint(proc, run_dir)
     os.killpg(proc.pid, signal.SIGINT)  # as Ctrl-C in a terminal: the whole foreground group
     _, err = proc.communicate(timeout=90)
     assert proc.returncode == 130, err[-3000:]

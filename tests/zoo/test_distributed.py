@@ -16,6 +16,7 @@ from rlpipe.zoo._parallel import run_distributed
 from rlpipe.zoo._run import write_config
 
 from . import distributed_mains
+from ._waiting import wait_for_periodic_checkpoint
 
 HAS_RAY = importlib.util.find_spec("ray") is not None
 needs_ray = pytest.mark.skipif(not HAS_RAY, reason='needs Ray: pip install "rlpipe[ray]"')
@@ -174,11 +175,7 @@ def test_ctrl_c_finishes_the_iteration_checkpoints_and_leaves_no_ray_process(tmp
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True,
                             env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"})
-    deadline = time.time() + 120
-    while not os.path.exists(os.path.join(run_dir, "ckpt", "iter_64.pt")):
-        assert proc.poll() is None, proc.communicate()[1][-3000:]
-        assert time.time() < deadline, "no checkpoint after 120 s"
-        time.sleep(0.2)
+    wait_for_periodic_checkpoint(proc, run_dir)
     assert ray_processes(proc.pid, since)  # the driver's session holds Ray's processes
     os.killpg(proc.pid, signal.SIGINT)  # as Ctrl-C in a terminal: the whole foreground group
     _, err = proc.communicate(timeout=90)
