@@ -38,6 +38,15 @@ setup(
         # benchmarks/parity.py's report. rliable 1.2 requires arch<8, and arch 7.x fails at
         # import under pandas 3 (deprecate_kwarg TypeError): pandas<3 is the pin that resolves.
         "report": ["rliable>=1.2", "pandas<3", "matplotlib>=3.7"],
+        # rlpipe tune (Optuna: TPE sampling, median pruning, SQLite studies)
+        "tune": ["optuna>=3.5"],
+        # rlpipe export: ONNX files (torch's dynamo exporter needs onnxscript) checked with
+        # onnxruntime
+        "export": ["onnx>=1.16", "onnxscript>=0.1", "onnxruntime>=1.17"],
+        # rlpipe eval --video (gymnasium's RecordVideo writes through moviepy; pygame renders)
+        "video": ["moviepy>=1.0", "pygame>=2.1"],
+        # logger.wandb=True: the same metrics in Weights & Biases (offline mode works without network)
+        "wandb": ["wandb>=0.16"],
     },
     entry_points={"console_scripts": ["rlpipe=rlpipe.cli:main"]},
 )
