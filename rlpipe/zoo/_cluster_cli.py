@@ -2,6 +2,7 @@
 
     rlpipe serve NAME [--address ADDR] [--stop]         # on the head node: the hub
     rlpipe trainer NAME --address ADDR ENTRY [--set ...] # the learner (and evaluator)
+    rlpipe trainer NAME --address ADDR --resume RUN_DIR  # continue a trainer's run on a new hub
     rlpipe worker NAME --address ADDR [--n N]           # on any machine: N more collectors
 
 See rlpipe.zoo._cluster and docs/distributed.md ("Cluster").
@@ -12,6 +13,23 @@ import argparse
 from typing import Any, Callable, Dict
 
 COMMANDS = ("serve", "trainer", "worker")
+
+
+class _IntermixedParser(argparse.ArgumentParser):
+    """The trainer's parser: ENTRY may come after options (`rlpipe trainer tmrl --address A
+    cartpole-dqn`) and is left out with --resume. Plain argparse fills an optional positional
+    from the words before the first option, so ENTRY would then be refused as unrecognised."""
+
+    _intermixing = False
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        if self._intermixing:  # parse_known_intermixed_args calls back in here
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
 
 
 def add_cluster_commands(sub: Any) -> None:
@@ -27,8 +45,13 @@ def add_cluster_commands(sub: Any) -> None:
 
     trainer = sub.add_parser("trainer", help="train a zoo entry as the learner of hub NAME; "
                                              "its collectors come from `rlpipe worker`")
+    trainer.__class__ = _IntermixedParser
     trainer.add_argument("hub", metavar="NAME", help="the hub (`rlpipe serve NAME`)")
-    trainer.add_argument("name", metavar="ENTRY", help="an off-policy zoo entry (rlpipe list)")
+    trainer.add_argument("name", metavar="ENTRY", nargs="?",
+                         help="an off-policy zoo entry (rlpipe list); optional with --resume")
+    trainer.add_argument("--resume", metavar="RUN_DIR",
+                         help="continue this run folder from its newest checkpoint as the "
+                              "learner of hub NAME (a fresh hub: one hub carries one training)")
     trainer.add_argument("--set", dest="overrides", action="append", default=[],
                          metavar="KEY=VALUE", help="override a config value")
     trainer.add_argument("--seed", type=int, default=0, help="seed of the run (0)")
@@ -78,6 +101,19 @@ def run_cluster_command(args: argparse.Namespace,
         raise ValueError(f"--max-env-steps must be positive, got {args.max_env_steps}")
     if args.overwrite and not args.run_dir:
         raise ValueError("--overwrite needs --run-dir (the folder whose run it replaces)")
+    if args.resume:
+        from ._train import resume
+
+        if args.run_dir or args.overwrite or args.seed:
+            raise ValueError("rlpipe trainer --resume continues the run folder it names: drop "
+                             "--run-dir, --overwrite and --seed")
+        print_summary(resume(args.resume, name=args.name, overrides=args.overrides,
+                             max_env_step=args.max_env_steps, progress=not args.no_progress,
+                             ray_address=args.address, hub=args.hub))
+        return 0
+    if args.name is None:
+        raise ValueError(f"rlpipe trainer {args.hub}: name the zoo entry to train (rlpipe list), "
+                         f"or continue a run with --resume RUN_DIR")
     print_summary(train(args.name, seed=args.seed, overrides=args.overrides,
                         run_dir=args.run_dir, max_env_step=args.max_env_steps,
                         progress=not args.no_progress, ray_address=args.address,

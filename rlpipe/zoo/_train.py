@@ -220,13 +220,15 @@ def resume(run_dir: str, name: Optional[str] = None, overrides: Iterable[str] = 
            max_env_step: Optional[int] = None, progress: bool = True,
            collectors: Optional[int] = None, evaluator: Optional[bool] = None,
            ray_address: Optional[str] = None, backend: Optional[str] = None,
-           trust: bool = False) -> Dict[str, Any]:
+           trust: bool = False, hub: Optional[str] = None) -> Dict[str, Any]:
     """Continue the run in `run_dir` from its newest resumable checkpoint (`rlpipe train
     --resume RUN_DIR`): weights, optimiser, counters, exploration, RNGs, envs and buffer.
     A run killed before its first checkpoint restarts from its saved config.
     A distributed run resumes with its collectors unless `collectors` says otherwise.
     `trust` (`--trust-run-dir`): resume from checkpoints not signed by this user (another
-    machine's, or written before manifests); their files must still match their manifests."""
+    machine's, or written before manifests); their files must still match their manifests.
+    `hub` (`rlpipe trainer NAME --resume RUN_DIR`): continue as the learner of that served hub,
+    whose collectors `rlpipe worker` adds."""
     from rlpipe.middleware import load_checkpoint
 
     from ._parallel import check_distributed
@@ -253,7 +255,13 @@ def resume(run_dir: str, name: Optional[str] = None, overrides: Iterable[str] = 
     if (evaluator or backend is not None) and not (collectors or recorded.get("collectors")):
         flag = "--evaluator" if evaluator else "--backend"
         raise ValueError(f"{flag} only applies to a distributed run: add --collectors N")
-    if collectors is not None or evaluator is not None or backend is not None:
+    if hub and (collectors or evaluator or backend is not None):
+        raise ValueError("rlpipe trainer --resume takes its collectors from `rlpipe worker`: "
+                         "drop --collectors, --evaluator and --backend")
+    if hub:
+        check_distributed(trained, entry.resolve(plain), 1)
+        user["parallel"] = {"collectors": 0, "evaluator": False, "backend": "ray"}
+    elif collectors is not None or evaluator is not None or backend is not None:
         check_distributed(trained, entry.resolve(plain), collectors or 0)
         user["parallel"] = {"collectors": recorded.get("collectors", 0) if collectors is None
                             else collectors,
@@ -271,7 +279,7 @@ def resume(run_dir: str, name: Optional[str] = None, overrides: Iterable[str] = 
         clear_outputs(run_dir)
         cfg.resume_from = None
         with run_folder_errors(run_dir, created=False):
-            return _run(entry, cfg, ray_address)
+            return _run(entry, cfg, ray_address, hub=hub)
     with warnings.catch_warnings():  # refused files are reported once, by prepare_resume
         warnings.simplefilter("ignore")
         chosen = load_checkpoint(run_dir, which="resumable", trust=trust)
@@ -280,4 +288,4 @@ def resume(run_dir: str, name: Optional[str] = None, overrides: Iterable[str] = 
     cfg.resume_trust = bool(trust)
     log.info("resuming %s in %s from %s", trained, run_dir, cfg.resume_from)
     with run_folder_errors(run_dir, created=False):
-        return _run(entry, cfg, ray_address)
+        return _run(entry, cfg, ray_address, hub=hub)

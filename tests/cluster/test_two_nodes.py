@@ -5,7 +5,8 @@ doc cannot rot): the hub is served on the head node, a trainer attaches, a worke
 collects, a worker started late puts its collector on the second node (custom resource
 `worker_node`) and its samples reach the learner; the second node is then killed by process id
 and the run goes on with the head's collector, `collect/lost_workers` >= 1 in metrics.jsonl;
-`serve --stop` ends it and no process of ours is left.
+`serve --stop` ends it; a fresh hub and `trainer --resume` continue the run from its final
+checkpoint with a new head worker; no process of ours is left.
 """
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ from pathlib import Path
 from typing import Callable, Dict, List
 
 import pytest
+
+from rlpipe.middleware import load_checkpoint
 
 from .nodes import Node, alive, free_port, processes
 
@@ -61,9 +64,10 @@ def wait_for(what: str, check: Callable[[], bool], timeout: float, log: Path) ->
 def test_two_nodes_serve_trainer_workers(tmp_path: Path) -> None:
     commands = doc_commands()
     assert set(commands) == {"serve", "trainer", "worker"}, commands
-    (serve, stop), (trainer,), (head_worker, remote_worker) = (
+    (serve, stop, serve_again), (trainer, resumed), (head_worker, remote_worker) = (
         commands["serve"], commands["trainer"], commands["worker"])
-    assert "--stop" in stop and "worker_node" in remote_worker
+    assert "--stop" in stop and "worker_node" in remote_worker and "--resume" in resumed
+    assert serve_again == serve
 
     port = free_port()
     address = f"127.0.0.1:{port}"
@@ -87,7 +91,6 @@ def test_two_nodes_serve_trainer_workers(tmp_path: Path) -> None:
     log = run_dir / "log.txt"
     nodes: List[Node] = []
     cli_procs: List[subprocess.Popen] = []
-    started = time.monotonic()
     try:
         nodes.append(Node(ray_bin, env, str(temp[0]), port, head=True))
         wait_for("head node", lambda: subprocess.run(
@@ -134,6 +137,26 @@ def test_two_nodes_serve_trainer_workers(tmp_path: Path) -> None:
         assert last["collect/samples_from/head-0"] > first_lost["collect/samples_from/head-0"]
         assert last["collect/samples_from/remote-0"] == first_lost["collect/samples_from/remote-0"]
         assert last["collect/workers"] == 1
+
+        # a fresh hub and `trainer --resume`: the run goes on from its final checkpoint
+        saved = load_checkpoint(str(run_dir), which="final")["meta"]["env_step"]
+        served = subprocess.run(cli(serve_again), env=env, capture_output=True, text=True,
+                                timeout=60)
+        assert served.returncode == 0, served.stderr[-2000:]
+        again = start(resumed, "trainer-resumed",
+                      ["--max-env-steps", str(saved + 512), "--no-progress"])
+        cli_procs.append(again)
+        cli_procs.append(start(head_worker, "worker-head-again"))
+        again.wait(timeout=90)
+        resumed_out = (tmp_path / "trainer-resumed.log").read_text()
+        assert again.returncode == 0, resumed_out[-3000:]
+        assert "resumed from" in log.read_text()
+        cli_procs[-1].wait(timeout=60)  # the worker returns when the training ends
+        rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+        assert saved < rows[-1]["env_step"] <= saved + 512 + 3 * 256, (saved, rows[-1])
+        assert rows[-1]["collect/samples_from/head-0"] > 0
+        stopped = subprocess.run(cli(stop), env=env, capture_output=True, text=True, timeout=60)
+        assert stopped.returncode == 0, stopped.stderr[-2000:]
     finally:
         for proc in cli_procs:
             if proc.poll() is None:
@@ -147,4 +170,3 @@ def test_two_nodes_serve_trainer_workers(tmp_path: Path) -> None:
         for t in temp:
             shutil.rmtree(t, ignore_errors=True)
     assert not left, f"processes of this test's cluster left: {left}"
-    assert time.monotonic() - started < 120
