@@ -4,7 +4,7 @@ Writes the greedy acting face of a run's checkpoint (`_export_face`) as a file t
 rlpipe (onnxruntime, or torch.jit.load), then checks the written file against the policy's eval
 face on 1,000 observations sampled from the observation space and those of a few env steps
 (`_export_check`); only a file that passes is kept (written to a temporary name, then renamed).
-Beside it goes a sidecar JSON (``policy.onnx`` → ``policy.json``): its inputs (names, shapes,
+Beside it goes a sidecar JSON (``policy.onnx`` → ``policy.onnx.json``): its inputs (names, shapes,
 dtypes, in call order), its output and the action space, the run, checkpoint and check.
 """
 from __future__ import annotations
@@ -30,10 +30,12 @@ from ._evaluate import load_run, run_env
 from ._export_check import compare, env_inputs, sample_inputs, sample_masks
 from ._export_face import MASK_INPUT, ExportError, InputSpec, acting_module, refusal
 from ._pipeline import make_policy
+from ._run import limit_torch_threads
 
 FORMATS = {"onnx": ".onnx", "torchscript": ".pt"}
 OUTPUT = "action"
 ONNX_OPSET = 18
+ENV_COPIES = 4  # envs stepped side by side for the env-step observations of the check
 
 
 def default_out(run_root: pathlib.Path, fmt: str) -> pathlib.Path:
@@ -42,8 +44,8 @@ def default_out(run_root: pathlib.Path, fmt: str) -> pathlib.Path:
 
 
 def sidecar_path(out: pathlib.Path) -> pathlib.Path:
-    """The JSON beside an exported file: ``policy.onnx`` → ``policy.json``."""
-    return out.with_suffix(".json")
+    """The JSON beside an exported file: ``policy.onnx`` → ``policy.onnx.json``."""
+    return out.with_name(out.name + ".json")
 
 
 def _checkpoint_target(target: str, which: str) -> str:
@@ -148,17 +150,17 @@ def _check(policy: Any, env: Any, fmt: str, path: pathlib.Path, specs: List[Inpu
     discrete = _is_discrete(policy.action_space)
     worst = 0.0
     for inputs, what in ((sampled, f"{n_check} sampled observations"),
-                         (stepped, f"{env_steps} env-step observations"),
+                         (stepped, f"{len(stepped[names[0]])} env-step observations"),
                          ({n: v[:1] for n, v in stepped.items()}, "a batch of one")):
         worst = max(worst, compare(policy, run_file, inputs, obs_specs, discrete, atol, what))
     one = run_file({n: v[:1] for n, v in stepped.items()})
     output = {"name": OUTPUT, "shape": ["batch", *one.shape[1:]], "dtype": str(one.dtype)}
-    return output, {"sampled_observations": n_check, "env_step_observations": env_steps,
+    return output, {"sampled_observations": n_check, "env_step_observations": len(stepped[names[0]]),
                     "max_abs_diff": worst, "atol": 0.0 if discrete else atol, "passed": True}
 
 
 def export_run(target: str, fmt: str = "onnx", out: Optional[str] = None, which: str = "best",
-               n_check: int = 1000, env_steps: int = 64, seed: int = 0,
+               n_check: int = 1000, env_steps: int = 16, seed: int = 0,
                atol: float = 1e-5) -> Dict[str, Any]:
     """Export the acting face of a run (folder or .pt) to `out`; see the module docstring.
     Returns what the CLI prints: the file, its sidecar, the checkpoint and the check."""
@@ -176,7 +178,8 @@ def export_run(target: str, fmt: str = "onnx", out: Optional[str] = None, which:
         raise IsADirectoryError(f"--out {path} is a folder; give a file name such as "
                                 f"{path / ('policy' + FORMATS[fmt])}")
     path.parent.mkdir(parents=True, exist_ok=True)
-    env = run_env(cfg, 1, seed, entry.policy_cls)
+    limit_torch_threads()
+    env = run_env(cfg, ENV_COPIES, seed, entry.policy_cls)
     tmp = path.with_name(temp_name(path.name))
     try:
         policy = make_policy(cfg, entry.policy_cls, env)
