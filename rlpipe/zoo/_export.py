@@ -100,7 +100,9 @@ def _runner(fmt: str, path: pathlib.Path, names: List[str]
             ) -> Callable[[Dict[str, np.ndarray]], np.ndarray]:
     """Run the written file as a user would: onnxruntime, or torch.jit.load."""
     if fmt == "torchscript":
-        loaded = torch.jit.load(str(path))
+        with warnings.catch_warnings():  # torch 2.13 marks TorchScript deprecated
+            warnings.simplefilter("ignore", DeprecationWarning)
+            loaded = torch.jit.load(str(path))
 
         def run_ts(inputs: Dict[str, np.ndarray]) -> np.ndarray:
             with torch.no_grad():
