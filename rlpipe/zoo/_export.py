@@ -48,6 +48,14 @@ def sidecar_path(out: pathlib.Path) -> pathlib.Path:
     return out.with_name(out.name + ".json")
 
 
+def _on_cpu(policy_cfg: Any) -> None:
+    """Build the policy on the CPU whatever device it trained on: the file is traced there (its
+    constants are CPU tensors) and onnxruntime's CPU provider checks it."""
+    for section in (policy_cfg, policy_cfg.get("collect") or {}):
+        if "device" in section:
+            section["device"] = "cpu"
+
+
 def _checkpoint_target(target: str, which: str) -> str:
     if which not in ("best", "final"):
         raise ValueError(f"--which must be 'best' or 'final', got {which!r}")
@@ -181,6 +189,7 @@ def export_run(target: str, fmt: str = "onnx", out: Optional[str] = None, which:
                                 f"{path / ('policy' + FORMATS[fmt])}")
     path.parent.mkdir(parents=True, exist_ok=True)
     limit_torch_threads()
+    _on_cpu(cfg.policy)
     env = run_env(cfg, ENV_COPIES, seed, entry.policy_cls)
     tmp = path.with_name(temp_name(path.name))
     try:

@@ -125,3 +125,14 @@ def test_a_mask_input_for_a_policy_without_masks_is_refused():
     policy = SACPolicy({**TWIN, "seed": 0}, VEC, BOX)
     with pytest.raises(ExportError, match="does not act on action masks"):
         acting_module(policy, True)
+
+
+def test_a_mask_in_the_observation_is_the_mask_input_not_an_observation_input():
+    space = gym.spaces.Dict({"action_mask": gym.spaces.MultiBinary(4),
+                             "pos": gym.spaces.Box(-1.0, 1.0, (2,), np.float32),
+                             "inner": gym.spaces.Dict({"v": gym.spaces.Discrete(3)})})
+    policy = PPOPolicy({**SMALL, "seed": 1}, space, gym.spaces.Discrete(4))
+    _shake(policy, seed=1)
+    run, inputs, specs = _module_actions(policy, True)
+    assert [s.name for s in specs] == ["inner/v", "pos"]
+    assert compare(policy, run, inputs, specs, True, 0.0, "sampled observations") == 0.0
