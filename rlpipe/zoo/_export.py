@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from rlpipe.mask_layout import mask_segments
-from rlpipe.runs import FINAL_CHECKPOINT, RunDir
+from rlpipe.runs import EXPORT_SUFFIXES, FINAL_CHECKPOINT, RunDir
 from rlpipe.runs._atomic import temp_name
 
 from ._evaluate import load_run, run_env
@@ -32,15 +32,10 @@ from ._export_face import MASK_INPUT, ExportError, InputSpec, acting_module, ref
 from ._pipeline import make_policy
 from ._run import limit_torch_threads
 
-FORMATS = {"onnx": ".onnx", "torchscript": ".pt"}
+FORMATS = EXPORT_SUFFIXES  # --format → the file's suffix
 OUTPUT = "action"
 ONNX_OPSET = 18
 ENV_COPIES = 4  # envs stepped side by side for the env-step observations of the check
-
-
-def default_out(run_root: pathlib.Path, fmt: str) -> pathlib.Path:
-    """Where the file goes without --out: ``<run>/export/policy.onnx`` (or ``policy.pt``)."""
-    return run_root / "export" / f"policy{FORMATS[fmt]}"
 
 
 def sidecar_path(out: pathlib.Path) -> pathlib.Path:
@@ -183,10 +178,10 @@ def export_run(target: str, fmt: str = "onnx", out: Optional[str] = None, which:
     reason = refusal(entry.policy_cls)
     if reason is not None:
         raise ExportError(f"cannot export {run.root}: {reason}")
-    path = pathlib.Path(out) if out else default_out(run.root, fmt)
+    path = pathlib.Path(out) if out else run.export_file(fmt)
     if path.is_dir():
         raise IsADirectoryError(f"--out {path} is a folder; give a file name such as "
-                                f"{path / ('policy' + FORMATS[fmt])}")
+                                f"{path / run.export_file(fmt).name}")
     path.parent.mkdir(parents=True, exist_ok=True)
     limit_torch_threads()
     _on_cpu(cfg.policy)
