@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from rlpipe.mask_layout import mask_segments
-from rlpipe.runs import EXPORT_SUFFIXES, FINAL_CHECKPOINT, RunDir
+from rlpipe.runs import EXPORT_SUFFIXES, FINAL_CHECKPOINT, RunDir, atomic_write_text
 from rlpipe.runs._atomic import temp_name
 
 from ._evaluate import load_run, run_env
@@ -160,7 +160,8 @@ def _check(policy: Any, env: Any, fmt: str, path: pathlib.Path, specs: List[Inpu
         worst = max(worst, compare(policy, run_file, inputs, obs_specs, discrete, atol, what))
     one = run_file({n: v[:1] for n, v in stepped.items()})
     output = {"name": OUTPUT, "shape": ["batch", *one.shape[1:]], "dtype": str(one.dtype)}
-    return output, {"sampled_observations": n_check, "env_step_observations": len(stepped[names[0]]),
+    return output, {"sampled_observations": n_check,
+                    "env_step_observations": len(stepped[names[0]]),
                     "max_abs_diff": worst, "atol": 0.0 if discrete else atol, "passed": True}
 
 
@@ -216,7 +217,7 @@ def export_run(target: str, fmt: str = "onnx", out: Optional[str] = None, which:
         "action_space": _action_space_json(policy.action_space),
         "deterministic": True, "check": check,
     }
-    sidecar_path(path).write_text(json.dumps(sidecar, indent=2) + "\n")
+    atomic_write_text(sidecar_path(path), json.dumps(sidecar, indent=2) + "\n")
     return {"file": str(path), "sidecar": str(sidecar_path(path)), "format": fmt,
             "entry": entry.name, "checkpoint": sidecar["checkpoint"],
             "inputs": [s.name for s in specs], "max_abs_diff": check["max_abs_diff"]}
