@@ -9,7 +9,7 @@ import torch
 from rlpipe.policies import (BCPolicy, CQLPolicy, DiscreteCQLPolicy, DQNPolicy, IQLPolicy,
                              MAPPOPolicy, PPOLSTMPolicy, PPOPolicy, R2D2Policy, RandomPolicy,
                              SACPolicy, TD3BCPolicy, TD3Policy)
-from rlpipe.zoo._export_check import compare, sample_inputs, sample_masks
+from rlpipe.zoo._export_check import compare, policy_obs, sample_inputs, sample_masks
 from rlpipe.zoo._export_face import MASK_INPUT, ExportError, acting_module, refusal
 
 VEC = gym.spaces.Box(-2.0, 3.0, (5,), np.float32)
@@ -77,18 +77,13 @@ def test_the_acting_face_acts_as_the_eval_face(cls, obs_space, action_space, cfg
     worst = compare(policy, run, inputs, specs, discrete, 1e-6, "sampled observations")
     assert worst <= 1e-6
     actions = run(inputs)
-    assert actions.dtype == np.asarray(
-        policy.eval_mode.forward(_obs(inputs, specs))["action"]).dtype or not discrete
+    kwargs = {"action_mask": inputs[MASK_INPUT]} if with_mask else {}
+    assert actions.dtype == policy.eval_mode.forward(policy_obs(inputs, specs), **kwargs)[
+        "action"].dtype
     if discrete:  # the check means something: the actions vary with the observation
         assert len(np.unique(actions.reshape(len(actions), -1), axis=0)) > 1
     else:
         assert (actions >= BOX.low).all() and (actions <= BOX.high).all()
-
-
-def _obs(inputs, specs):
-    from rlpipe.zoo._export_check import policy_obs
-
-    return policy_obs(inputs, specs)
 
 
 def test_masked_actions_are_never_chosen():
