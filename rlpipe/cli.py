@@ -1,4 +1,5 @@
-"""`rlpipe list | train | config | eval | plot | graph | dataset | serve | trainer | worker`."""
+"""`rlpipe list | train | config | eval | export | plot | graph | dataset | serve | trainer |
+worker`."""
 from __future__ import annotations
 
 import argparse
@@ -12,6 +13,8 @@ DEBUG_HELP = "on an error, show the Python traceback too (also: RLPIPE_DEBUG=1)"
 
 
 def _parser() -> argparse.ArgumentParser:
+    from rlpipe.zoo._export_cli import add_export_parser
+
     parser = argparse.ArgumentParser(prog="rlpipe", description="Train and evaluate RL agents.")
     parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     parser.add_argument("--version", action="version", version=f"rlpipe {_version()}")
@@ -72,6 +75,7 @@ def _parser() -> argparse.ArgumentParser:
     config.add_argument("--set", dest="overrides", action="append", default=[],
                         metavar="KEY=VALUE", help="override a config value")
 
+    add_export_parser(sub)
     evaluate = sub.add_parser("eval", help="evaluate a run folder or checkpoint")
     evaluate.add_argument("target", help="a run folder (runs/<name>/<timestamp>/) or a .pt file")
     evaluate.add_argument("--episodes", type=int, default=10)
@@ -316,6 +320,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     from rlpipe.engine.parallel import LearnerDiedError
     from rlpipe.envs import EnvFailureError
     from rlpipe.zoo import Interrupted
+    from rlpipe.zoo._export_cli import run_export
 
     args = _parser().parse_args(argv)
     debug = debug_requested(args.debug)
@@ -337,6 +342,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             return _cmd_config(args)
         if args.command == "dataset":
             return _cmd_dataset(args)
+        if args.command == "export":
+            return run_export(args)
         if args.command in ("serve", "trainer", "worker"):
             from rlpipe.zoo._cluster_cli import run_cluster_command
 

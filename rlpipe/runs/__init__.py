@@ -10,6 +10,7 @@ a `RunDir` for paths instead of spelling file names themselves:
     <run>/ckpt/latest.json               the newest checkpoint and the best value so far
     <run>/ckpt/state_<n>/envs.pkl, buffer.npz   resume state of end-of-iteration checkpoints
     <run>/ckpt/state_<n>/dataset.json    (offline runs) the data set's sampling state
+    <run>/export/policy.onnx (or .pt)    `rlpipe export`'s file, policy.onnx.json its sidecar
 
 A manifest is written last, atomically, after every file it lists; a checkpoint without one was
 never completed (or was written by rlpipe before manifests existed). The signature is
@@ -24,7 +25,7 @@ key and signature), `_verified.py` (`Verified`, `CheckpointError`).
 from ._atomic import (PathLike, atomic_write, atomic_write_bytes, atomic_write_json,
                       atomic_write_text, fsync_dir, is_temp_file, sha256_file)
 from ._layout import (BEST_CHECKPOINT, BUFFER_FILE, CKPT_DIR, CONFIG_FILE, DATASET_FILE, ENVS_FILE,
-                      FINAL_CHECKPOINT, ITER_CHECKPOINT_RE, LATEST_FILE, LOG_FILE,
+                      EXPORT_SUFFIXES, FINAL_CHECKPOINT, ITER_CHECKPOINT_RE, LATEST_FILE, LOG_FILE,
                       MANIFEST_FORMAT, MANIFEST_SUFFIX, METRICS_FILE, TB_DIR, RunDir,
                       checkpoint_files_in, iter_checkpoint)
 from ._signing import KEY_ENV, key_file, signing_key
@@ -35,7 +36,7 @@ from ._verified import CheckpointError, Verified
 CHECKPOINT_EVENT = "checkpoint_flush"
 
 __all__ = ["BEST_CHECKPOINT", "BUFFER_FILE", "CHECKPOINT_EVENT", "CKPT_DIR", "CONFIG_FILE",
-           "CheckpointError", "DATASET_FILE", "ENVS_FILE", "FINAL_CHECKPOINT", "ITER_CHECKPOINT_RE", "KEY_ENV",
+           "CheckpointError", "DATASET_FILE", "ENVS_FILE", "EXPORT_SUFFIXES", "FINAL_CHECKPOINT", "ITER_CHECKPOINT_RE", "KEY_ENV",
            "LATEST_FILE", "LOG_FILE", "MANIFEST_FORMAT", "MANIFEST_SUFFIX", "METRICS_FILE",
            "PathLike", "RunDir", "TB_DIR", "Verified", "atomic_write", "atomic_write_bytes",
            "atomic_write_json", "atomic_write_text", "checkpoint_files_in", "fsync_dir",

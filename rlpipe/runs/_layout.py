@@ -34,6 +34,8 @@ ENVS_FILE = "envs.pkl"
 BUFFER_FILE = "buffer.npz"
 DATASET_FILE = "dataset.json"
 MANIFEST_FORMAT = "rlpipe-manifest-1"
+EXPORT_DIR = "export"
+EXPORT_SUFFIXES = {"onnx": ".onnx", "torchscript": ".pt"}  # `rlpipe export --format` → suffix
 
 
 def checkpoint_files_in(folder: PathLike, best: bool = True) -> List[Path]:
@@ -106,6 +108,13 @@ class RunDir:
     def checkpoint(self, name: str) -> Path:
         """`ckpt/<name>` (e.g. `iter_100.pt`)."""
         return self.ckpt / name
+
+    def export_file(self, fmt: str) -> Path:
+        """Where `rlpipe export --format fmt` writes by default: `export/policy.onnx` (onnx) or
+        `export/policy.pt` (torchscript); its sidecar JSON goes beside it."""
+        if fmt not in EXPORT_SUFFIXES:
+            raise ValueError(f"no export format {fmt!r}; choose one of {sorted(EXPORT_SUFFIXES)}")
+        return self.root / EXPORT_DIR / f"policy{EXPORT_SUFFIXES[fmt]}"
 
     @staticmethod
     def state_name(total_step: int) -> str:
