@@ -322,8 +322,8 @@ def _lookup(cfg: Any, dotted: str) -> Any:
 
 
 def table(opened: Any, top: int = 10) -> str:
-    """The best trials (complete ones by final return, then pruned ones by their last
-    reported return), one row each."""
+    """The best trials (complete ones by final return, pruned ones by their last reported
+    return, then failed and interrupted ones), one row each."""
     from optuna.trial import TrialState
 
     rows = []
@@ -334,11 +334,15 @@ def table(opened: Any, top: int = 10) -> str:
             last = t.intermediate_values.get(t.last_step) if t.last_step is not None else None
             rows.append((1, -(last if last is not None else -math.inf), t,
                          "-" if last is None else f"({last:.2f})"))
+        elif t.state == TrialState.FAIL:
+            rows.append((2, 0.0, t, "-"))
     rows.sort(key=lambda r: (r[0], r[1]))
     lines = [f"{'trial':>5}  {'state':8}  {'return':>9}  {'evals':>5}  values"]
     for _, _, t, shown in rows[:top]:
         values = ", ".join(f"{k}={_short(v)}" for k, v in sorted(t.params.items()))
-        lines.append(f"{t.number:>5}  {t.state.name.lower():8}  {shown:>9}  "
+        state = t.state.name.lower() if "error" in t.user_attrs or t.state != TrialState.FAIL \
+            else "stopped"
+        lines.append(f"{t.number:>5}  {state:8}  {shown:>9}  "
                      f"{len(t.intermediate_values):>5}  {values}")
     return "\n".join(lines)
 
