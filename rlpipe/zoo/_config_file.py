@@ -5,8 +5,8 @@ differ from its defaults:
 ```yaml
 entry: cartpole-ppo          # a zoo entry; or `algo: ppo` and `env: CartPole-v1` (+ `imports`)
 seed: 0                      # optional (--seed wins)
+max_env_steps: 50000         # optional (--max-env-steps wins)
 config:                      # config keys, nested or dotted, as `--set` takes them
-  max_env_step: 50000
   policy:
     learn: {lr: 0.001, gamma: 0.98}
 ```
@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Mapping, Optional
 
 from rlpipe.runs import atomic_write_text
 
-FILE_KEYS = ("entry", "algo", "env", "imports", "seed", "config")
+FILE_KEYS = ("entry", "algo", "env", "imports", "seed", "max_env_steps", "config")
 
 
 def read_yaml(path: str, flag: str = "--config") -> Dict[str, Any]:
@@ -62,7 +62,8 @@ def as_override(key: str, value: Any) -> str:
 
 
 def load_train_config(path: str) -> Dict[str, Any]:
-    """What `rlpipe train --config PATH` trains: {name, algo, env, imports, seed, overrides}.
+    """What `rlpipe train --config PATH` trains: {name, algo, env, imports, seed,
+    max_env_steps, overrides}.
     Unknown file keys and unknown or ill-typed config keys are one-line errors naming the key
     and the file."""
     data = read_yaml(path)
@@ -78,12 +79,15 @@ def load_train_config(path: str) -> Dict[str, Any]:
     if not isinstance(config, Mapping):
         raise ValueError(f"--config {path}: `config` must be a mapping of config keys, got "
                          f"{type(config).__name__}")
-    seed = data.get("seed")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-        raise ValueError(f"--config {path}: seed must be an integer, got {seed!r}")
+    seed, steps = data.get("seed"), data.get("max_env_steps")
+    for key, value in (("seed", seed), ("max_env_steps", steps)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ValueError(f"--config {path}: {key} must be an integer, got {value!r}")
+    if steps is not None and steps <= 0:
+        raise ValueError(f"--config {path}: max_env_steps must be positive, got {steps}")
     imports = data.get("imports") or []
     imports = [imports] if isinstance(imports, str) else list(imports)
-    return dict(name=name, algo=algo, env=env, imports=imports, seed=seed,
+    return dict(name=name, algo=algo, env=env, imports=imports, seed=seed, max_env_steps=steps,
                 overrides=[as_override(k, v) for k, v in flatten(config).items()])
 
 
@@ -104,7 +108,8 @@ def check_train_config(path: str, spec: Mapping[str, Any], extra: List[str]) -> 
 
 def write_train_config(path: str, spec: Mapping[str, Any], config: Mapping[str, Any],
                        header: Optional[str] = None) -> None:
-    """Write a file `load_train_config` reads: `spec` (entry or algo/env, imports, seed) and
+    """Write a file `load_train_config` reads: `spec` (entry or algo/env, imports, seed,
+    max_env_steps) and
     `config` ({dotted key: value}), nested; `header`: comment lines on top."""
     import yaml
 

@@ -302,7 +302,7 @@ def write_best(study: Study, opened: Any) -> str:
     resolved = study.entry.resolve({"max_env_step": spec.budget}, spec.overrides)
     fixed = {o.split("=", 1)[0].strip(): _lookup(resolved, o.split("=", 1)[0].strip())
              for o in spec.overrides}
-    config = {"max_env_step": spec.budget, **fixed, **best.user_attrs.get("config", {})}
+    config = {**fixed, **best.user_attrs.get("config", {})}
     target = ({"entry": spec.name} if spec.name else
               {"algo": spec.algo, "env": spec.env, "imports": list(spec.imports)})
     path = os.path.join(study.out, "best.yaml")
@@ -311,7 +311,8 @@ def write_best(study: Study, opened: Any) -> str:
               f"{spec.budget} env steps, seed {spec.seed}; run folder "
               f"{best.user_attrs.get('run_dir')}). Train it with:\n"
               f"  rlpipe train --config {path}")
-    write_train_config(path, {**target, "seed": spec.seed}, config, header)
+    write_train_config(path, {**target, "seed": spec.seed, "max_env_steps": spec.budget}, config,
+                       header)
     return path
 
 

@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 import logging
 import sys
-from typing import Any, Optional
+from typing import Any, List, Optional
 
 POLL_S = 1.0
 
@@ -58,8 +58,11 @@ def run_tune(args: argparse.Namespace) -> int:
         try:
             if spec.jobs == 1:
                 work(study, 0, after_trial=lambda o: _advance(bar, o))
-            else:
-                _work_in_processes(study, bar)
+            elif (failed := _work_in_processes(study, bar)):
+                print(f"rlpipe tune: error: tune worker(s) {', '.join(failed)} stopped with an "
+                      f"error (its traceback is above); rerun the same command to resume the "
+                      f"study", file=sys.stderr)
+                return 1
         except Interrupted as stop:
             print(f"rlpipe tune: stopped by {stop.signal_name}: the trial that was running is "
                   f"marked failed and is tried again when you rerun the same command",
@@ -101,8 +104,9 @@ def _advance(bar: Optional[Any], opened: Any) -> None:
         bar.set_postfix(running=running)
 
 
-def _work_in_processes(study: Any, bar: Optional[Any]) -> None:
-    """--jobs K: K worker processes claim and run trials; this one draws the bar."""
+def _work_in_processes(study: Any, bar: Optional[Any]) -> List[str]:
+    """--jobs K: K worker processes claim and run trials; this one draws the bar. The workers
+    that failed (name and exit code)."""
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")
@@ -124,10 +128,7 @@ def _work_in_processes(study: Any, bar: Optional[Any]) -> None:
     stopped = [w for w in workers if w.exitcode == 130]
     if stopped:
         raise KeyboardInterrupt
-    failed = [f"{w.name} (exit code {w.exitcode})" for w in workers if w.exitcode != 0]
-    if failed:
-        raise RuntimeError(f"tune worker(s) {', '.join(failed)} stopped with an error (its "
-                           f"traceback is above); rerun the same command to resume the study")
+    return [f"{w.name} (exit code {w.exitcode})" for w in workers if w.exitcode != 0]
 
 
 def _worker(plain: dict, index: int) -> None:
@@ -147,7 +148,7 @@ def _worker(plain: dict, index: int) -> None:
 
 def apply_config_file(args: argparse.Namespace) -> None:
     """`rlpipe train --config FILE`: what to train and its config from FILE, then --set on top
-    (--seed over the file's seed)."""
+    (--seed and --max-env-steps over the file's)."""
     from ._config_file import check_train_config, load_train_config
 
     if args.resume:
@@ -163,5 +164,7 @@ def apply_config_file(args: argparse.Namespace) -> None:
     args.imports = [*spec["imports"], *args.imports]
     if args.seed is None:
         args.seed = spec["seed"]
+    if args.max_env_steps is None:
+        args.max_env_steps = spec["max_env_steps"]
     check_train_config(args.config, spec, args.overrides)
     args.overrides = [*spec["overrides"], *args.overrides]

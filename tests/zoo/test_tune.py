@@ -97,6 +97,11 @@ def test_a_clearly_worse_trial_is_pruned_and_its_run_folder_says_so(tmp_path, ca
     assert "pruned at evaluation" in open(os.path.join(folder, "log.txt")).read()
     assert os.path.exists(os.path.join(folder, "ckpt", "final.pt"))  # stopped cleanly
     assert "pruned" in capsys.readouterr().out
+    # best.yaml is the best trial's config, seed and budget: training it reproduces that trial
+    assert main(["train", "--config", os.path.join(out, "best.yaml"), "--run-dir",
+                 str(tmp_path / "again"), "--no-progress", *FAST[:4]]) == 0
+    again = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["eval_value"]
+    assert again == max(t.value for t in _trials(out) if t.value is not None)
 
 
 @pytest.mark.slow
