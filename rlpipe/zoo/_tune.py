@@ -74,12 +74,13 @@ class Study:
         return os.path.join(self.out, "trials")
 
     def open(self, worker: int = 0) -> Any:
-        """The Optuna study (created on first use): TPE seeded with `seed + worker`, median
-        pruning after `prune_after` complete trials."""
+        """The Optuna study (created on first use): TPE seeded from (`seed`, `worker`, the
+        trials the study holds: a resumed study does not replay its first random samples),
+        median pruning after `prune_after` complete trials."""
+        import numpy as np
         import optuna
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        sampler = optuna.samplers.TPESampler(seed=self.spec.seed + worker)
         pruner = (optuna.pruners.MedianPruner(n_startup_trials=self.spec.prune_after,
                                               n_warmup_steps=WARMUP_EVALS)
                   if self.spec.prune else optuna.pruners.NopPruner())
@@ -87,9 +88,12 @@ class Study:
         if storage.startswith("sqlite:"):  # several processes: wait for the file lock
             storage = optuna.storages.RDBStorage(
                 storage, engine_kwargs={"connect_args": {"timeout": 120}})
-        return optuna.create_study(storage=storage, study_name=self.study_name,
-                                   direction="maximize", sampler=sampler, pruner=pruner,
-                                   load_if_exists=True)
+        opened = optuna.create_study(storage=storage, study_name=self.study_name,
+                                     direction="maximize", pruner=pruner, load_if_exists=True)
+        held = len(opened.get_trials(deepcopy=False))
+        seed = int(np.random.SeedSequence([self.spec.seed, worker, held]).generate_state(1)[0])
+        opened.sampler = optuna.samplers.TPESampler(seed=seed)
+        return opened
 
 
 def prepare(spec: TuneSpec) -> Study:

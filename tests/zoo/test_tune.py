@@ -1,4 +1,4 @@
-"""`rlpipe tune` through the CLI: resume after a kill, best.yaml trained by `train --config`,
+"""`rlpipe tune` through the CLI: resume after Ctrl-C or a kill, best.yaml trained by `train --config`,
 pruning of a clearly worse trial, --jobs, and one-line refusals."""
 import json
 import os
@@ -33,33 +33,39 @@ def _trials(out):
                              storage=f"sqlite:///{os.path.abspath(out)}/study.db").trials
 
 
-def _kill_when_trial_starts(cmd, trial_dir, timeout=120.0):
+def _interrupt_when_trial_starts(cmd, trial_dir, timeout=120.0):
+    """Run `cmd`, Ctrl-C it (SIGINT to its PID) once `trial_dir` is a started run."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + timeout
     while not os.path.exists(os.path.join(trial_dir, "config.json")):
         assert proc.poll() is None, proc.communicate()[1][-3000:]
         assert time.time() < deadline, f"{trial_dir} never started"
         time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    return proc.returncode, err
 
 
 @pytest.mark.slow
-def test_a_killed_tune_resumes_with_the_same_command_and_its_best_config_trains(
+def test_an_interrupted_tune_resumes_with_the_same_command_and_its_best_config_trains(
         tmp_path, capsys):
     out = str(tmp_path / "tune")
     args = ["tune", "cartpole-ppo", "--trials", "4", "--budget", "512", "--out", out,
             "--space", _space(tmp_path, "  learning_rate: {low: 0.0001, high: 0.01, log: true}\n"),
             *FAST]
-    _kill_when_trial_starts([sys.executable, "-m", "rlpipe.cli", *args],
-                            os.path.join(out, "trials", "trial-0001"))
+    code, err = _interrupt_when_trial_starts([sys.executable, "-m", "rlpipe.cli", *args],
+                                             os.path.join(out, "trials", "trial-0001"))
+    assert code == 130 and "rerun the same command" in err.strip().splitlines()[-1]
+    record = json.loads(open(os.path.join(out, "trials", "trial-0001", "tune.json")).read())
+    assert record["state"] == "interrupted"
     assert main(args) == 0
     printed = capsys.readouterr().out
     trials = _trials(out)
     states = [t.state.name for t in trials]
     assert states.count("COMPLETE") + states.count("PRUNED") == 4, states
     killed = trials[1]
-    assert killed.state.name == "FAIL" and "error" not in killed.user_attrs
+    assert killed.state.name == "FAIL" and killed.user_attrs.get("interrupted")
+    assert "error" not in killed.user_attrs
     retry = [t for t in trials if t.user_attrs.get("retry_of") == 1]
     assert len(retry) == 1 and retry[0].params == killed.params
     assert retry[0].state.name == "COMPLETE"
@@ -183,3 +189,23 @@ def test_set_applies_on_top_of_a_config_file(tmp_path, capsys):
     config = json.loads((run_dir / "config.json").read_text())["config"]
     assert config["policy"]["learn"]["lr"] == 0.003 and config["policy"]["learn"]["gamma"] == 0.95
     assert config["seed"] == 4
+
+
+def test_a_trial_left_running_by_a_killed_tune_is_marked_failed_and_tried_again(tmp_path):
+    from rlpipe.zoo._tune import TuneSpec, begin, counted, folder_lock, prepare
+
+    out = str(tmp_path / "t")
+    study = prepare(TuneSpec("cartpole-ppo", None, None, [], trials=2, budget=500, out=out))
+    with folder_lock(out):
+        opened = begin(study)
+        left = opened.ask()  # a tune killed here leaves its trial RUNNING in the database
+        left.suggest_float("learning_rate", 1e-5, 0.002, log=True)
+    with folder_lock(out):
+        opened = begin(prepare(study.spec))
+    trials = opened.trials
+    assert trials[0].state.name == "FAIL" and "error" not in trials[0].user_attrs
+    assert trials[1].state.name == "WAITING" and trials[1].user_attrs["retry_of"] == 0
+    retry = opened.ask()  # the next trial asked is the retry, with the same values
+    assert retry.number == 1 and counted(opened) == (0, 1)
+    assert retry.suggest_float("learning_rate", 1e-5, 0.002, log=True) == \
+        trials[0].params["learning_rate"]

@@ -9,7 +9,8 @@ from rlpipe.zoo._tune_space import space_for  # noqa: E402
 
 
 @pytest.mark.parametrize("algo, entry", [("dqn", "cartpole-dqn"), ("ppo", "cartpole-ppo"),
-                                         ("sac", "pendulum-sac"), ("td3", "pendulum-td3")])
+                                         ("sac", "pendulum-sac"), ("td3", "pendulum-td3"),
+                                         ("ppo-lstm", "cartpole-novel-ppo-lstm")])
 def test_every_sample_of_a_default_space_is_a_valid_config(algo, entry):
     from rlpipe.zoo._config_file import as_override
 
