@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import fcntl
+import importlib.util
 import json
 import logging
 import math
@@ -107,6 +108,11 @@ def prepare(spec: TuneSpec) -> Study:
         raise ValueError(f"--jobs must be at least 1, got {spec.jobs}")
     if spec.prune_after < 0:
         raise ValueError(f"--prune-after must be >= 0, got {spec.prune_after}")
+    if importlib.util.find_spec("optuna") is None:
+        from ._registry import MissingDependencyError
+
+        raise MissingDependencyError('rlpipe tune needs the optional package optuna; install it '
+                                     'with: pip install "rlpipe[tune]"')
     entry = _entry_to_train(spec.name, spec.algo, spec.env, list(spec.imports))
     entry.check_requirements()
     if entry.pipeline == "offline":

@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import os
+import signal
 import sys
 from typing import Any, List, Optional
 
 POLL_S = 1.0
+GRACE_S = 5.0
+"""After a Ctrl-C, how long a worker may take to stop on its own before it is sent one."""
 
 
 def add_tune_parser(sub: Any) -> None:
@@ -120,7 +124,11 @@ def _work_in_processes(study: Any, bar: Optional[Any]) -> List[str]:
         while any(w.is_alive() for w in workers):
             workers[0].join(POLL_S)
             _advance(bar, opened)
-    except KeyboardInterrupt:  # the workers got the signal too: let them mark their trials
+    except KeyboardInterrupt:  # let the workers finish their iteration and mark their trials
+        for w in workers:  # a Ctrl-C in a terminal reached them too; a `kill -INT` did not
+            w.join(GRACE_S)
+            if w.is_alive():
+                os.kill(w.pid, signal.SIGINT)
         for w in workers:
             w.join()
         raise
@@ -140,6 +148,8 @@ def _worker(plain: dict, index: int) -> None:
 
     torch.set_num_threads(1)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:  # the trials' INFO lines go to their log.txt
+        handler.setLevel(logging.WARNING)
     try:
         work(prepare(TuneSpec(**plain)), index)
     except (Interrupted, KeyboardInterrupt):
