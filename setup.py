@@ -15,6 +15,7 @@ setup(
         "DI-treetensor>=0.4",
         "tensorboard>=2.14",
         "tqdm>=4.60",
+        "PyYAML>=6",  # rlpipe train --config FILE, rlpipe tune --space FILE
     ],
     extras_require={
         "ray": ["ray>=2.9"],

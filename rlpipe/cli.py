@@ -1,5 +1,5 @@
-"""`rlpipe list | train | config | eval | export | plot | graph | dataset | serve | trainer |
-worker`."""
+"""`rlpipe list | train | config | eval | export | plot | graph | dataset | tune | serve |
+trainer | worker`."""
 from __future__ import annotations
 
 import argparse
@@ -32,6 +32,8 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("name", nargs="?", help="zoo entry (see `rlpipe list`)")
     _add_algo_env(train)
     train.add_argument("--seed", type=int, default=None, help="seed of the run (default 0)")
+    train.add_argument("--config", metavar="FILE", help="train what a YAML file names, with its "
+                                                        "config (e.g. rlpipe tune's best.yaml)")
     train.add_argument("--async", dest="async_mode", action="store_true",
                        help="overlap collection and evaluation with training: off-policy "
                             "entries collect and evaluate in processes of their own (no Ray "
@@ -97,6 +99,9 @@ def _parser() -> argparse.ArgumentParser:
 
     _add_dataset(sub)
     from rlpipe.zoo._cluster_cli import add_cluster_commands
+    from rlpipe.zoo._tune_cli import add_tune_parser
+
+    add_tune_parser(sub)
 
     add_cluster_commands(sub)
     for command in sub.choices.values():  # also after the command: `rlpipe train --debug ...`
@@ -234,6 +239,10 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     if args.max_env_steps is not None and args.max_env_steps <= 0:
         raise ValueError(f"--max-env-steps must be positive, got {args.max_env_steps}")
+    if args.config:
+        from rlpipe.zoo._tune_cli import apply_config_file
+
+        apply_config_file(args)
     if args.resume:
         for flag, given in (("--seed", args.seed is not None), ("--algo", args.algo),
                             ("--env", args.env), ("--run-dir", args.run_dir),
@@ -344,6 +353,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             return _cmd_dataset(args)
         if args.command == "export":
             return run_export(args)
+        if args.command == "tune":
+            from rlpipe.zoo._tune_cli import run_tune
+
+            return run_tune(args)
         if args.command in ("serve", "trainer", "worker"):
             from rlpipe.zoo._cluster_cli import run_cluster_command
 
