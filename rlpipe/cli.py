@@ -1,4 +1,5 @@
-"""`rlpipe list | train | config | eval | plot | graph | dataset | serve | trainer | worker`."""
+"""`rlpipe list | train | config | eval | plot | report | graph | dataset | serve | trainer |
+worker`."""
 from __future__ import annotations
 
 import argparse
@@ -74,8 +75,13 @@ def _parser() -> argparse.ArgumentParser:
 
     evaluate = sub.add_parser("eval", help="evaluate a run folder or checkpoint")
     evaluate.add_argument("target", help="a run folder (runs/<name>/<timestamp>/) or a .pt file")
-    evaluate.add_argument("--episodes", type=int, default=10)
+    evaluate.add_argument("--episodes", type=int, default=None, help="episodes (default 10)")
     evaluate.add_argument("--seed", type=int, default=12345)
+    from rlpipe.zoo._after_cli import add_report_command, add_seed_options, add_watch_options
+
+    add_watch_options(evaluate)
+    add_seed_options(train)
+    add_report_command(sub)
 
     plot = sub.add_parser("plot", help="learning curves of run folders, e.g. "
                                        "`rlpipe plot runs/cartpole-dqn/* --out curves.png`")
@@ -228,6 +234,10 @@ def _cmd_config(args: argparse.Namespace) -> int:
 def _cmd_train(args: argparse.Namespace) -> int:
     from rlpipe.zoo import resume, train
 
+    if args.seeds is not None:
+        from rlpipe.zoo._after_cli import cmd_seeds
+
+        return cmd_seeds(args)
     if args.max_env_steps is not None and args.max_env_steps <= 0:
         raise ValueError(f"--max-env-steps must be positive, got {args.max_env_steps}")
     if args.resume:
@@ -279,6 +289,11 @@ def _print_summary(result: dict, stopped_by: Optional[str] = None) -> None:
 def _cmd_eval(args: argparse.Namespace) -> int:
     from rlpipe.zoo._evaluate import evaluate_run
 
+    if args.video is not None or args.render is not None:
+        from rlpipe.zoo._after_cli import cmd_watch
+
+        return cmd_watch(args)
+    args.episodes = 10 if args.episodes is None else args.episodes
     if args.episodes <= 0:
         raise ValueError(f"--episodes must be positive, got {args.episodes}")
     result = evaluate_run(args.target, episodes=args.episodes, seed=args.seed)
@@ -318,6 +333,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     from rlpipe.zoo import Interrupted
 
     args = _parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # for `train --seeds`'s children
     debug = debug_requested(args.debug)
     from rlpipe.middleware.progress import BarLogHandler
 
@@ -337,6 +353,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             return _cmd_config(args)
         if args.command == "dataset":
             return _cmd_dataset(args)
+        if args.command == "report":
+            from rlpipe.zoo._after_cli import cmd_report
+
+            return cmd_report(args)
         if args.command in ("serve", "trainer", "worker"):
             from rlpipe.zoo._cluster_cli import run_cluster_command
 
