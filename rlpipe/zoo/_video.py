@@ -4,7 +4,8 @@ The env is made as the run's config makes it, with `render_mode="rgb_array"` (vi
 `"human"` (a window), one at a time (sync, one sub-env), so episodes follow each other. Videos
 are written by gymnasium's `RecordVideo` (moviepy): one mp4 per episode, named
 `<entry>-episode-<k>.mp4`. The episodes are evaluated exactly as `rlpipe eval` evaluates them,
-so the returns printed are those of the episodes recorded.
+so the returns printed are those of the episodes recorded. A run trained with
+`logger.wandb=True` gets its videos in its W&B run too.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import numpy as np
 
 from rlpipe.envs import EnvManager
 from rlpipe.envs._registry import resolve_env
-from rlpipe.middleware import evaluate_episodes
+from rlpipe.middleware import evaluate_episodes, log_run_videos
 
 from ._evaluate import load_run
 from ._offpolicy import mask_settings
@@ -129,4 +130,5 @@ def watch_run(target: str, episodes: int = 1, seed: int = 12345, video: Optional
     if video is not None:
         result["videos"] = [str(p) for p in sorted(pathlib.Path(video).glob(
             f"{entry.name}-episode-*.mp4"))]
+        result["wandb"] = log_run_videos(cfg, run.root, result["videos"])  # logger.wandb=True
     return result
