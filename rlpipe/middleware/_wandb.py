@@ -6,7 +6,9 @@ so the rows of a resumed run may go back in steps). The run's resolved config is
 Files go under `<run_dir>/wandb/` (W&B's own layout); the W&B run id is kept in
 `<run_dir>/wandb/rlpipe_run_id`, so a resumed run, and `rlpipe eval RUN --video DIR` (which adds
 its videos), log to the same W&B run. `WANDB_MODE=offline` logs without a network
-(`wandb sync <run_dir>/wandb/offline-run-*` uploads later). Other settings: `logger.wandb_project`
+(`wandb sync <run_dir>/wandb/offline-run-*` uploads later). W&B's service finishes writing
+its files in the background after `close()`; at the end of a process it is waited for, and
+`wandb.teardown()` waits for it within one. Other settings: `logger.wandb_project`
 (default "rlpipe"); W&B's own environment variables (WANDB_ENTITY, ...) apply.
 """
 from __future__ import annotations
