@@ -151,10 +151,26 @@ class EntryEstimate:
     interval: np.ndarray  # 2 × len(METRICS)
 
 
+def _bootstrap(library: Any, key: str, scores: np.ndarray, fn: Callable, reps: int,
+               seed: int) -> Tuple[Dict, Dict]:
+    """rliable's estimates, reproducible: rliable 1.2 draws its resampled runs from NumPy's
+    global generator (not from the `random_state` it takes), so that is seeded with `seed` for
+    the call and then put back as it was."""
+    saved = np.random.get_state()
+    np.random.seed(seed)
+    try:
+        with warnings.catch_warnings():  # arch 8 deprecates the RandomState rliable passes on
+            warnings.filterwarnings("ignore", "random_state is deprecated", FutureWarning)
+            return library.get_interval_estimates({key: scores}, fn, reps=reps,
+                                                  random_state=np.random.RandomState(seed))
+    finally:
+        np.random.set_state(saved)
+
+
 def estimate(paths: Sequence[str], normalize: Sequence[str] = (), gap_threshold: Optional[float]
              = None, reps: int = 2000, seed: int = 0) -> List[EntryEstimate]:
     """Per entry: its scores and rliable's point and 95% interval estimates of the METRICS
-    (each entry bootstrapped with `np.random.RandomState(seed)`)."""
+    (each entry's bootstrap seeded with `seed`)."""
     if reps < 100:
         raise ValueError(f"--reps {reps}: use at least 100 bootstrap resamples (2000 is usual)")
     library, _ = rliable_modules()
@@ -174,11 +190,7 @@ def estimate(paths: Sequence[str], normalize: Sequence[str] = (), gap_threshold:
         if threshold is None:
             threshold = 1.0 if entry in bounds else stop_values.get(entry)
         threshold = None if threshold is None else float(threshold)
-        with warnings.catch_warnings():  # arch 8 deprecates the RandomState rliable passes on
-            warnings.filterwarnings("ignore", "random_state is deprecated", FutureWarning)
-            point, interval = library.get_interval_estimates(
-                {entry: scores}, metric_fn(threshold), reps=reps,
-                random_state=np.random.RandomState(seed))
+        point, interval = _bootstrap(library, entry, scores, metric_fn(threshold), reps, seed)
         out.append(EntryEstimate(entry, runs, scores, entry in bounds, threshold, point[entry],
                                  interval[entry]))
     return out
