@@ -153,9 +153,11 @@ def test_report_over_three_seeds_of_two_entries_made_by_train_seeds(tmp_path, ca
                  "--reps", "300"]) == 0
     text = capsys.readouterr().out
     for entry, values in finals.items():
-        point, interval = _rliable(values, 195.0, reps=300)
         row = _table_row(text, entry)
-        assert row[1] == "3"
+        stop_value = json.loads((tmp_path / "dqn" / "seed-0" / "config.json").read_text()
+                                )["config"]["env"]["stop_value"]  # the CartPole entries' own
+        assert row[1] == "3" and float(row[7]) == stop_value
+        point, interval = _rliable(values, float(stop_value), reps=300)
         for j, (value, lo, hi) in enumerate(_cells(row, 1)):
             assert (value, lo, hi) == (pytest.approx(point[j], abs=0.051),
                                        pytest.approx(interval[0][j], abs=0.051),
