@@ -8,7 +8,8 @@ Files go under `<run_dir>/wandb/` (W&B's own layout); the W&B run id is kept in
 its videos), log to the same W&B run. `WANDB_MODE=offline` logs without a network
 (`wandb sync <run_dir>/wandb/offline-run-*` uploads later). W&B's service finishes writing
 its files in the background after `close()`; at the end of a process it is waited for, and
-`wandb.teardown()` waits for it within one. Other settings: `logger.wandb_project`
+`wandb.teardown()` waits for it within one. `logger.wandb_mode` ("online", "offline") overrides
+WANDB_MODE. Other settings: `logger.wandb_project`
 (default "rlpipe"); W&B's own environment variables (WANDB_ENTITY, ...) apply.
 """
 from __future__ import annotations
@@ -40,6 +41,10 @@ class WandbSink:
     `close()`."""
 
     def __init__(self, cfg: Any, run_dir: pathlib.Path) -> None:
+        mode = setting(cfg, "logger.wandb_mode", None)
+        if mode not in (None, "online", "offline", "disabled"):
+            raise ValueError(f"logger.wandb_mode={mode!r}: use 'online', 'offline', 'disabled' "
+                             f"or None (WANDB_MODE decides)")
         wandb = _wandb()
         folder = RunDir(run_dir).wandb
         folder.mkdir(parents=True, exist_ok=True)
@@ -49,7 +54,7 @@ class WandbSink:
         try:
             self.run = wandb.init(
                 project=setting(cfg, "logger.wandb_project", "rlpipe") or "rlpipe",
-                dir=str(run_dir), id=run_id, resume="allow", reinit="create_new",
+                mode=mode, dir=str(run_dir), id=run_id, resume="allow", reinit="create_new",
                 name=f"{pathlib.Path(run_dir).parent.name}/{pathlib.Path(run_dir).name}",
                 config=plain, settings=wandb.Settings(console="off", silent=True,
                                                       x_disable_stats=True))
