@@ -64,6 +64,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
 def cmd_seeds(args: argparse.Namespace) -> int:
     from ._seeds import format_table, json_line, parse_seeds, run_seeds
 
+    if args.seeds is None:
+        raise ValueError(f"--jobs {args.jobs} goes with --seeds (runs of several seeds at once); "
+                         f"add e.g. --seeds 0-4, or drop --jobs")
     for flag, given in (("--seed", args.seed is not None), ("--resume", args.resume)):
         if given:
             raise ValueError(f"--seeds runs new runs, one per seed: drop {flag}")

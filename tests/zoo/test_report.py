@@ -43,7 +43,7 @@ def _table_row(text, entry):
     return [c.strip() for c in line.strip("|").split("|")]
 
 
-def _cells(row, digits):
+def _cells(row):
     return [[float(v) for v in re.findall(r"-?\d+\.\d+", c)] for c in row[3:7]]
 
 
@@ -61,7 +61,7 @@ def test_table_values_are_rliables_on_the_same_data(tmp_path, capsys):
         row = _table_row(text, entry)
         assert row[1] == str(len(finals)) and row[2] == "return" and row[7] == "195"
         point, interval = _rliable(finals, 195.0)
-        for j, (value, lo, hi) in enumerate(_cells(row, 1)):
+        for j, (value, lo, hi) in enumerate(_cells(row)):
             assert value == pytest.approx(point[j], abs=0.051)
             assert (lo, hi) == (pytest.approx(interval[0][j], abs=0.051),
                                 pytest.approx(interval[1][j], abs=0.051))
@@ -84,7 +84,7 @@ def test_normalised_scores_and_the_gap_threshold(tmp_path, capsys):
     scores = [(v + 1600) / 1450 for v in (-1000.0, -400.0, -200.0)]
     point, _ = _rliable(scores, 1.0, reps=200)
     assert row[2] == "normalised" and row[7] == "1"
-    assert [c[0] for c in _cells(row, 3)] == pytest.approx(point, abs=6e-4)
+    assert [c[0] for c in _cells(row)] == pytest.approx(point, abs=6e-4)
     # no stop_value and no --gap-threshold: no gap, said so
     assert main(["report", *runs, "--out", str(tmp_path / "b"), "--reps", "200"]) == 0
     row = _table_row(capsys.readouterr().out, "pendulum-sac")
@@ -111,6 +111,16 @@ def test_a_seed_twice_and_an_unknown_normalised_entry_are_refused(tmp_path, caps
     assert "seed 0 is given twice" in capsys.readouterr().err
     assert main(["report", a, "--normalize", "cartpole-ppo=0:500"]) == 2
     assert "cartpole-ppo" in capsys.readouterr().err
+
+
+def test_seed_options_that_cannot_work_are_refused(capsys):
+    for argv, message in ((["--jobs", "2"], "goes with --seeds"),
+                          (["--seeds", "0-1", "--seed", "3"], "drop --seed"),
+                          (["--seeds", "0-1", "--resume", "x"], "drop --resume"),
+                          (["--seeds", "2-1"], "--seeds '2-1'")):
+        assert main(["train", "cartpole-dqn", *argv]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and message in err[0], err
 
 
 def test_seed_list_parsing_and_the_childrens_command_line():
@@ -158,7 +168,7 @@ def test_report_over_three_seeds_of_two_entries_made_by_train_seeds(tmp_path, ca
                                 )["config"]["env"]["stop_value"]  # the CartPole entries' own
         assert row[1] == "3" and float(row[7]) == stop_value
         point, interval = _rliable(values, float(stop_value), reps=300)
-        for j, (value, lo, hi) in enumerate(_cells(row, 1)):
+        for j, (value, lo, hi) in enumerate(_cells(row)):
             assert (value, lo, hi) == (pytest.approx(point[j], abs=0.051),
                                        pytest.approx(interval[0][j], abs=0.051),
                                        pytest.approx(interval[1][j], abs=0.051))
