@@ -72,8 +72,8 @@ def expand_runs(paths: Sequence[str]) -> List[pathlib.Path]:
         elif seeds:
             out += seeds
         else:
-            raise ValueError(f"{text!r} is not a run folder (no config.json) nor a folder of "
-                             f"`train --seeds` runs (no seed-*/config.json in it)")
+            raise ValueError(f"{text!r} is not a run folder (it has no config.json), nor a "
+                             f"folder of `train --seeds` runs (no seed-*/config.json in it)")
     return out
 
 

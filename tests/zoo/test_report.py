@@ -189,3 +189,14 @@ def test_a_failing_seed_is_named_and_the_others_are_kept(tmp_path, capsys):
     assert "seed-1" in seeds[1]["error"]
     assert "1 of 2 seeds failed: 1" in captured.err and "FAILED (exit 2)" in captured.err
     assert (tmp_path / "seeds" / "seed-0" / "ckpt" / "final.pt").is_file()
+
+
+def test_a_seeds_folder_stands_for_its_seed_runs_in_report_and_plot(tmp_path, capsys):
+    for s, v in enumerate([10.0, 20.0, 40.0]):
+        _run(tmp_path / "seeds" / f"seed-{s}", "cartpole-dqn", s, [1.0, 2.0, v])
+    (tmp_path / "seeds" / "seed-0.stderr.txt").write_text("")  # what --seeds leaves beside them
+    assert main(["report", str(tmp_path / "seeds"), "--out", str(tmp_path / "r"), "--reps", "200"]) == 0
+    row = _table_row(capsys.readouterr().out, "cartpole-dqn")
+    assert row[1] == "3" and _cells(row)[1][0] == pytest.approx(70 / 3, abs=0.051)  # the mean
+    assert main(["plot", str(tmp_path / "seeds"), "--out", str(tmp_path / "c.png")]) == 0
+    assert "cartpole-dqn (3 runs)" in capsys.readouterr().out
