@@ -41,7 +41,9 @@ def _probe(source: Any, mode: str, label: str) -> None:
     from gymnasium.error import DependencyNotInstalled
 
     try:
-        env = source.make()
+        with warnings.catch_warnings():  # an env without that mode: said below, in one line
+            warnings.filterwarnings("ignore", ".*that is not in the possible render_modes")
+            env = source.make()
     except TypeError as err:  # a factory that takes no render_mode
         raise ValueError(f"{label}: the env {source.label} cannot render ({err}); only envs "
                          f"that take render_mode={mode!r} can be watched") from err
