@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 import numpy as np
 
 from _parity_tasks import ParityTask
+from rlpipe.zoo._report import interval_cell, rliable_modules
 
 FRACTIONS = (0.25, 0.5, 1.0)  # budgets reported, as fractions of the task's budget
 FRAMEWORKS = ("rlpipe", "sb3")
@@ -45,8 +46,7 @@ def score_matrix(task: ParityTask, runs: List[Dict[str, Any]]) -> np.ndarray:
 
 def iqm_intervals(scores: Dict[str, np.ndarray], reps: int) -> Tuple[Dict, Dict]:
     """Per framework: the IQM of each column and its 95% stratified-bootstrap interval."""
-    from rliable import library as rly
-    from rliable import metrics
+    rly, metrics = rliable_modules()  # the error names the extra when rliable is missing
 
     def per_column_iqm(x: np.ndarray) -> np.ndarray:
         return np.array([metrics.aggregate_iqm(x[:, j]) for j in range(x.shape[1])])
@@ -60,10 +60,6 @@ def paired_wall_ratio(ours: List[Dict[str, Any]], theirs: List[Dict[str, Any]]) 
     sb3 = {r["seed"]: r["wall_time"] for r in theirs}
     ratios = [r["wall_time"] / sb3[r["seed"]] for r in ours if r["seed"] in sb3]
     return float(np.median(ratios)) if ratios else float("nan")
-
-
-def _cell(value: float, lo: float, hi: float) -> str:
-    return f"{value:.1f} [{lo:.1f}, {hi:.1f}]"
 
 
 def _verdict(ours: float, lo: float, hi: float) -> str:
@@ -92,7 +88,7 @@ def task_table(task: ParityTask, runs: List[Dict[str, Any]], reps: int) -> Tuple
              "rlpipe: median per-seed ratio) |",
              "|---|---|" + "---|" * len(heads) + "---|"]
     for fw, rs in by_fw.items():
-        cells = [_cell(point[fw][j], interval[fw][0][j], interval[fw][1][j])
+        cells = [interval_cell(point[fw][j], interval[fw][0][j], interval[fw][1][j])
                  for j in range(len(heads))]
         wall = f"{walls[fw]:.1f} s"
         if fw == "rlpipe" and "sb3" in walls:

@@ -1,12 +1,12 @@
-"""`rlpipe list | train | config | eval | export | plot | graph | dataset | tune | serve |
-trainer | worker`."""
+"""`rlpipe list | train | config | eval | export | plot | report | graph | dataset | tune |
+serve | trainer | worker`."""
 from __future__ import annotations
 
 import argparse
 import json
 import logging
 import sys
-from typing import Any, List, Optional
+from typing import List, Optional
 
 USAGE_ERROR = 2
 DEBUG_HELP = "on an error, show the Python traceback too (also: RLPIPE_DEBUG=1)"
@@ -80,8 +80,13 @@ def _parser() -> argparse.ArgumentParser:
     add_export_parser(sub)
     evaluate = sub.add_parser("eval", help="evaluate a run folder or checkpoint")
     evaluate.add_argument("target", help="a run folder (runs/<name>/<timestamp>/) or a .pt file")
-    evaluate.add_argument("--episodes", type=int, default=10)
+    evaluate.add_argument("--episodes", type=int, default=None, help="episodes (default 10)")
     evaluate.add_argument("--seed", type=int, default=12345)
+    from rlpipe.zoo._after_cli import add_report_command, add_seed_options, add_watch_options
+
+    add_watch_options(evaluate)
+    add_seed_options(train)
+    add_report_command(sub)
 
     plot = sub.add_parser("plot", help="learning curves of run folders, e.g. "
                                        "`rlpipe plot runs/cartpole-dqn/* --out curves.png`")
@@ -97,57 +102,18 @@ def _parser() -> argparse.ArgumentParser:
                        metavar="KEY=VALUE", help="override a config value, as for train")
     graph.add_argument("--out", help="draw it to this .png or .svg file instead of printing it")
 
-    _add_dataset(sub)
     from rlpipe.zoo._cluster_cli import add_cluster_commands
+    from rlpipe.zoo._dataset_cli import add_dataset_command
     from rlpipe.zoo._tune_cli import add_tune_parser
 
     add_tune_parser(sub)
+    add_dataset_command(sub)
 
     add_cluster_commands(sub)
     for command in sub.choices.values():  # also after the command: `rlpipe train --debug ...`
         command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                              help=DEBUG_HELP)
     return parser
-
-
-def _add_dataset(sub: Any) -> None:
-    dataset = sub.add_parser("dataset", help="offline data sets (Minari): collect, list, info")
-    commands = dataset.add_subparsers(dest="dataset_command", required=True)
-    root_help = "the Minari root for this command (default: $MINARI_DATASETS_PATH, else " \
-                "~/.minari/datasets)"
-    collect = commands.add_parser(
-        "collect", help="roll a run's policy (RUN_DIR, or --algo ALGO --env ID: its newest run) "
-                        "or `random --env ID` into a data set; or export --from-replay RUN_DIR")
-    collect.add_argument("source", nargs="?", metavar="RUN_DIR|random",
-                         help="a run folder (its best.pt, else final.pt) or `random`")
-    collect.add_argument("--algo", metavar="ALGO", help="with --env: the newest run of ALGO on ENV")
-    collect.add_argument("--env", metavar="ID", help="the env (with random or --algo)")
-    collect.add_argument("--runs-root", default="runs", help="where --algo/--env runs are (runs)")
-    collect.add_argument("--from-replay", metavar="RUN_DIR",
-                         help="instead: export the run's saved replay buffer")
-    collect.add_argument("--id", required=True, metavar="NAMESPACE/NAME-v0", help="the data set id")
-    collect.add_argument("--episodes", type=int, default=10, help="episodes to collect (10)")
-    collect.add_argument("--eps", type=float, default=0.0,
-                         help="discrete actions: probability of a uniform random action")
-    collect.add_argument("--noise", type=float, default=0.0,
-                         help="Box actions: std of Gaussian noise, in half action ranges")
-    collect.add_argument("--seed", type=int, default=0)
-    collect.add_argument("--n-envs", type=int, default=4, help="envs stepped together (4)")
-    collect.add_argument("--overwrite", action="store_true", help="replace an existing data set")
-    collect.add_argument("--no-progress", action="store_true", help="no progress bar")
-    listing = commands.add_parser("list", help="the local data sets: size, episodes, mean return")
-    info = commands.add_parser("info", help="one data set: episodes, returns, spaces, env")
-    info.add_argument("id", metavar="ID")
-    for command in (collect, listing, info):
-        command.add_argument("--root", metavar="DIR", help=root_help)
-
-
-def _cmd_dataset(args: argparse.Namespace) -> int:
-    from rlpipe.zoo._dataset import run_command
-
-    for text in run_command(args):
-        print(text)
-    return 0
 
 
 def _version() -> str:
@@ -237,6 +203,10 @@ def _cmd_config(args: argparse.Namespace) -> int:
 def _cmd_train(args: argparse.Namespace) -> int:
     from rlpipe.zoo import resume, train
 
+    if args.seeds is not None or args.jobs is not None:
+        from rlpipe.zoo._after_cli import cmd_seeds
+
+        return cmd_seeds(args)
     if args.max_env_steps is not None and args.max_env_steps <= 0:
         raise ValueError(f"--max-env-steps must be positive, got {args.max_env_steps}")
     if args.config:
@@ -292,6 +262,11 @@ def _print_summary(result: dict, stopped_by: Optional[str] = None) -> None:
 def _cmd_eval(args: argparse.Namespace) -> int:
     from rlpipe.zoo._evaluate import evaluate_run
 
+    if args.video is not None or args.render is not None:
+        from rlpipe.zoo._after_cli import cmd_watch
+
+        return cmd_watch(args)
+    args.episodes = 10 if args.episodes is None else args.episodes
     if args.episodes <= 0:
         raise ValueError(f"--episodes must be positive, got {args.episodes}")
     result = evaluate_run(args.target, episodes=args.episodes, seed=args.seed)
@@ -332,6 +307,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     from rlpipe.zoo._export_cli import run_export
 
     args = _parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # for `train --seeds`'s children
     debug = debug_requested(args.debug)
     from rlpipe.middleware.progress import BarLogHandler
 
@@ -350,7 +326,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.command == "config":
             return _cmd_config(args)
         if args.command == "dataset":
-            return _cmd_dataset(args)
+            from rlpipe.zoo._dataset_cli import run_dataset_command
+
+            return run_dataset_command(args)
+        if args.command == "report":
+            from rlpipe.zoo._after_cli import cmd_report
+
+            return cmd_report(args)
         if args.command == "export":
             return run_export(args)
         if args.command == "tune":

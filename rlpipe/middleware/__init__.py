@@ -13,11 +13,13 @@ from .progress import progress_bar
 from .realtime import overrun_meter
 from .sequence import SequenceAdding, sequence_fetcher, sequence_pusher
 from .termination import termination_checker
+from ._wandb import WandbSink, log_run_videos
 
 __all__ = [
     "CkptSaver",
     "EpisodeCollector",
     "Exchange",
+    "WandbSink",
     "NonFiniteLossError",
     "NonFiniteStateError",
     "OffPolicyLearner",
@@ -32,6 +34,7 @@ __all__ = [
     "inferencer",
     "interaction_evaluator",
     "load_checkpoint",
+    "log_run_videos",
     "multistep_trainer",
     "nstep_reward_enhancer",
     "offline_data_fetcher",

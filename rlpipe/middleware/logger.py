@@ -3,7 +3,7 @@
 The step axis is `ctx.env_step` (`ctx.train_iter` on a context without env steps, such as
 `OfflineRLContext`, whose rows have no `env_step` key). One JSON object per logged iteration goes to
 `<run_dir>/metrics.jsonl`; the same scalars go to TensorBoard under `<run_dir>/tb` (tags equal the
-JSON keys). Keys of a row:
+JSON keys), and with `logger.wandb=True` to Weights & Biases (`_wandb.py`). Keys of a row:
 
 - always: `env_step` (where the context counts them), `train_iter`, `total_step`, `time` (Unix time), `wall_time` (seconds since
   this logger was made);
@@ -41,6 +41,7 @@ from rlpipe.runs import CHECKPOINT_EVENT, RunDir
 from ._acting_agents import mean_agent_returns
 from ._cfg import setting
 from ._io import PathLike, resolve_run_dir
+from ._wandb import wandb_sink
 
 
 def to_scalar(value: Any) -> Optional[float]:
@@ -155,6 +156,7 @@ class OnlineLogger:
         self._pending_train: List[Dict[str, Any]] = []
         self._last_train_show: Optional[int] = None
         self._closed = False
+        self._wandb = wandb_sink(cfg, self.run_dir)  # logger.wandb=True: the same rows in W&B
 
     def _open_metrics(self):
         # A crash may have torn the last row: start on a fresh line so appended rows stay parsable.
@@ -286,6 +288,8 @@ class OnlineLogger:
             writer = self._tb_writer(step)
             for tag, value in metrics.items():
                 writer.add_scalar(tag, value, global_step=step, walltime=now)
+        if self._wandb is not None:
+            self._wandb.log(metrics, "train_iter" if env_step is None else "env_step", step)
 
     def attach(self, task: Any) -> None:
         """Called by `task.use(logger)`: flush and fsync whenever a checkpoint is about to be
@@ -343,6 +347,8 @@ class OnlineLogger:
             self._file.close()
             if self._writer is not None:
                 self._writer.close()
+            if self._wandb is not None:
+                self._wandb.close()
 
 
 def online_logger(

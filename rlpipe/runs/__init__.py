@@ -4,6 +4,7 @@ This is the one package that knows where things live in a run folder; middleware
 a `RunDir` for paths instead of spelling file names themselves:
 
     <run>/config.json  metrics.jsonl  log.txt  tb/events.out.tfevents.*
+    <run>/wandb/                         Weights & Biases' files (logger.wandb=True)
     <run>/ckpt/<name>.pt                 a checkpoint (iter_<n>.pt, best.pt, final.pt)
     <run>/ckpt/<name>.manifest.json      its manifest: SHA-256 of every file it consists of,
                                          the log lengths it covers, an HMAC signature

@@ -20,6 +20,7 @@ CONFIG_FILE = "config.json"
 METRICS_FILE = "metrics.jsonl"
 LOG_FILE = "log.txt"
 TB_DIR = "tb"
+WANDB_DIR = "wandb"
 TB_EVENTS_GLOB = "events.out.tfevents.*"
 CKPT_DIR = "ckpt"
 LATEST_FILE = "latest.json"
@@ -73,6 +74,8 @@ class RunDir:
     log = property(lambda self: self.root / LOG_FILE, doc="log.txt")
     tb = property(lambda self: self.root / TB_DIR, doc="the TensorBoard folder")
     ckpt = property(lambda self: self.root / CKPT_DIR, doc="the checkpoint folder")
+    wandb = property(lambda self: self.root / WANDB_DIR,
+                     doc="Weights & Biases' folder (logger.wandb=True)")
     latest = property(lambda self: self.root / CKPT_DIR / LATEST_FILE, doc="ckpt/latest.json")
     best = property(lambda self: self.checkpoint(BEST_CHECKPOINT), doc="ckpt/best.pt")
     final = property(lambda self: self.checkpoint(FINAL_CHECKPOINT), doc="ckpt/final.pt")

@@ -60,6 +60,11 @@ RUN_MEANINGS: Dict[str, str] = {
                           "first or last, is the frame axis)",
     "replay.save_buffer": "checkpoints save the replay buffer, so --resume is exact",
     "logger.tensorboard": "write TensorBoard events to <run_dir>/tb",
+    "logger.wandb": "also log the metrics and config to Weights & Biases, files under "
+                    "<run_dir>/wandb (rlpipe[wandb]; WANDB_MODE=offline: no network)",
+    "logger.wandb_project": "the W&B project of logger.wandb",
+    "logger.wandb_mode": "W&B's mode: 'online', 'offline' (files only, `wandb sync` uploads "
+                         "them later) or None (WANDB_MODE decides, else online)",
     "logger.train_show_freq": "log the learner's statistics (averaged) every this many train "
                               "iterations",
     "ckpt.train_freq": "write a resumable checkpoint every this many learn steps",

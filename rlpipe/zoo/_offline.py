@@ -44,7 +44,8 @@ RUN_DEFAULTS: Dict[str, Any] = dict(
     env=dict(id=None, eval_n_envs=5, mode="auto", stop_value=None, step_timeout=None,
              env_kwargs={}, max_restarts=10, restart_window=1000,
              action_masks=True, action_mask_fn=None),
-    logger=dict(tensorboard=True, train_show_freq=100),
+    logger=dict(tensorboard=True, wandb=False, wandb_project="rlpipe",
+                wandb_mode=None, train_show_freq=100),
     ckpt=dict(train_freq=5000),
 )
 MAKE_ONE = ("`rlpipe train cartpole-dqn`, then `rlpipe dataset collect runs/cartpole-dqn/<run> "

@@ -40,7 +40,8 @@ RUN_DEFAULTS: Dict[str, Any] = dict(
              action_masks=True, action_mask_fn=None),
     replay=dict(capacity=100_000, prioritized=False, alpha=0.6, beta=0.4, min_samples=1000,
                 max_updates_per_step=None, save_buffer=True, frames=None, frame_stack=4),
-    logger=dict(tensorboard=True),
+    logger=dict(tensorboard=True, wandb=False, wandb_project="rlpipe",
+                wandb_mode=None),
     ckpt=dict(train_freq=5000),
     # distributed runs (rlpipe train --collectors N; see docs/distributed.md)
     # child_nice: CPU priority offset of the local backend's child processes (None: 10, the

@@ -34,7 +34,8 @@ RUN_DEFAULTS: Dict[str, Any] = dict(
     env=dict(id=None, n_envs=8, eval_n_envs=5, mode="auto", stop_value=None, step_timeout=None,
              env_kwargs={}, max_restarts=10, restart_window=1000,
              action_masks=True, action_mask_fn=None),
-    logger=dict(tensorboard=True),
+    logger=dict(tensorboard=True, wandb=False, wandb_project="rlpipe",
+                wandb_mode=None),
     ckpt=dict(train_freq=5000),
     # distributed runs (rlpipe train --collectors N; docs/distributed.md): the learner computes
     # GAE on each collector rollout it receives (one per iteration: batches_per_iter must stay

@@ -125,12 +125,13 @@ def group_curve(label: str, metric: str, runs: Sequence[Run], points: int = 200)
 
 
 def curves(paths: Sequence[str], points: int = 200) -> List[Curve]:
-    """The curves `rlpipe plot` draws for run folders `paths`: per entry, per metric."""
-    if not paths:
-        raise ValueError("name at least one run folder")
+    """The curves `rlpipe plot` draws for run folders `paths` (or folders of `train --seeds`):
+    per entry, per metric."""
+    from ._report import expand_runs
+
     groups: Dict[str, List[Run]] = {}
-    for path in paths:
-        run = read_run(path)
+    for path in expand_runs(paths):  # a `train --seeds` folder stands for its seed-* runs
+        run = read_run(str(path))
         groups.setdefault(run.entry, []).append(run)
     out = []
     for entry, runs in groups.items():
