@@ -17,9 +17,15 @@ from typing import Dict, Iterable, Mapping, Tuple
 
 import torch
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent
+# benchmarks/mujoco.py would shadow the real `mujoco` package: take the script's folder off the
+# path (this module is imported by then) and put the repository on it
+sys.path[:] = [p for p in sys.path if pathlib.Path(p or ".").resolve() != HERE]
 sys.path.insert(0, str(ROOT))
 
+from rlpipe.envs._registry import resolve_env  # noqa: E402
+from rlpipe.envs._envpool import auto_picks_envpool  # noqa: E402
 from rlpipe.zoo import get_entry, train  # noqa: E402
 
 # entry -> (published score, its budget in env steps, where it is published)
@@ -38,6 +44,14 @@ def parse(description: str, entries: Iterable[str], default_entry: str,
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         help="config overrides as `rlpipe train --set`, e.g. env.n_envs=4")
     return parser.parse_args()
+
+
+def backend(env_cfg) -> str:
+    """The env backend the run used: mode "auto" on an Atari short name is EnvPool where it is
+    installed, gymnasium otherwise."""
+    if env_cfg.mode == "auto" and auto_picks_envpool(resolve_env(env_cfg.id)):
+        return "envpool"
+    return f"gymnasium ({env_cfg.mode})"
 
 
 def run(args: argparse.Namespace, published: Published) -> Dict[str, object]:
@@ -61,7 +75,7 @@ def run(args: argparse.Namespace, published: Published) -> Dict[str, object]:
         "env_step": summary["env_step"], "train_iter": summary["train_iter"],
         "best_eval": summary["best_eval_value"], "last_eval": summary["eval_value"],
         "wall_s": round(wall, 1), "env_steps_per_s": round(summary["env_step"] / wall, 1),
-        "env_mode": cfg.env.mode, "learner_device": str(cfg.policy.device),
+        "env_mode": backend(cfg.env), "learner_device": str(cfg.policy.device),
         "cuda": torch.cuda.is_available(), "machine": f"{platform.node()} ({os.cpu_count()} cpus)",
         "published": score, "published_budget": full_budget, "published_source": source,
         "curve": str(png), "overrides": list(args.overrides),
@@ -69,7 +83,7 @@ def run(args: argparse.Namespace, published: Published) -> Dict[str, object]:
     with open(out / "results.jsonl", "a") as f:
         f.write(json.dumps(row) + "\n")
     print(f"{args.entry} seed {args.seed}: {summary['env_step']:,} env steps in {wall:.0f} s "
-          f"= {row['env_steps_per_s']} env steps/s (learner on "
+          f"= {row['env_steps_per_s']} env steps/s (env: {row['env_mode']}, learner on "
           f"{'cuda' if torch.cuda.is_available() else 'cpu'})")
     print(f"  best eval {summary['best_eval_value']:.1f}, last eval {summary['eval_value']:.1f} "
           f"after {summary['env_step']:,} env steps")
