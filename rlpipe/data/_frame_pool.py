@@ -25,7 +25,7 @@ class FramePool:
         self.lookback = int(lookback)
         self._free: List[int] = []
         self._top = 0  # slots [0, _top) have been handed out at least once
-        self._recent: "OrderedDict[tuple, np.ndarray]" = OrderedDict()
+        self._recent: "OrderedDict[int, np.ndarray]" = OrderedDict()
 
     # -- slots ----------------------------------------------------------------------------
     @property
@@ -56,13 +56,19 @@ class FramePool:
         refs[:self._top] = self.refs[:self._top]
         self.frames, self.refs = frames, refs
 
+    # A plain loop: the index arrays are a stack or a few rows (8 to 64 slots), where
+    # np.add.at / np.unique cost more in call overhead than the loop does in all.
     def incref(self, index: np.ndarray) -> None:
-        np.add.at(self.refs, index, 1)
+        refs = self.refs
+        for i in index.tolist():
+            refs[i] += 1
 
     def decref(self, index: np.ndarray) -> None:
-        np.subtract.at(self.refs, index, 1)
-        unique = np.unique(index)
-        self._free.extend(unique[self.refs[unique] == 0].tolist())
+        refs, free = self.refs, self._free
+        for i in index.tolist():
+            refs[i] -= 1
+            if refs[i] == 0:  # reached 0 once, however often the slot is listed
+                free.append(i)
 
     # -- stacks ---------------------------------------------------------------------------
     def store_stack(self, stack: np.ndarray) -> np.ndarray:
@@ -84,20 +90,24 @@ class FramePool:
         return self.frames[index]
 
     @staticmethod
-    def _key(stack: np.ndarray) -> tuple:
-        return (hash(stack[-1].tobytes()), hash(stack[0].tobytes()))
+    def key(stack: np.ndarray) -> int:
+        """The lookup key of `stack`: a hash of its newest frame. Stacks that differ only in
+        older frames share a key; the newer one replaces the older in the table, which costs
+        at worst a stack stored whole, never a wrong one (`find` compares every frame)."""
+        return hash(stack[-1].tobytes())
 
-    def find(self, stack: np.ndarray) -> Optional[np.ndarray]:
-        """The frame indices of a recently remembered stack equal to `stack`, or None."""
-        index = self._recent.get(self._key(stack))
+    def find(self, stack: np.ndarray, key: Optional[int] = None) -> Optional[np.ndarray]:
+        """The frame indices of a recently remembered stack equal to `stack`, or None
+        (`key`: `self.key(stack)` when the caller has it already)."""
+        index = self._recent.get(self.key(stack) if key is None else key)
         if index is None or not np.array_equal(self.frames[index], stack):
             return None
         return index
 
-    def remember(self, stack: np.ndarray, index: np.ndarray) -> None:
+    def remember(self, stack: np.ndarray, index: np.ndarray, key: Optional[int] = None) -> None:
         """Keep `stack` → `index` among the `lookback` most recent stacks (holding a reference
         on its frames), so that the next transition of its stream finds its obs here."""
-        key = self._key(stack)
+        key = self.key(stack) if key is None else key
         old = self._recent.pop(key, None)
         if old is not None:
             self.decref(old)

@@ -96,22 +96,25 @@ class FrameStorage(ArrayStorage):
         if old.size:
             pool.decref(old.ravel())
         for i, row in enumerate(where):
-            index = self._index_row(pool, obs[i], nxt[i])
+            next_key = pool.key(nxt[i])  # looked up, then remembered: hash it once
+            index = self._index_row(pool, obs[i], nxt[i], next_key)
             pool.incref(index)
             self.row_frames[row] = index
-            pool.remember(nxt[i], index[self.k:])
+            pool.remember(nxt[i], index[self.k:], next_key)
         if rest:
             super().write(rest, start)
 
-    def _index_row(self, pool: FramePool, obs: np.ndarray, nxt: np.ndarray) -> np.ndarray:
-        k = self.k
+    def _index_row(self, pool: FramePool, obs: np.ndarray, nxt: np.ndarray,
+                   next_key: int) -> np.ndarray:
         first = pool.find(obs)
         if first is None:  # an episode start (or a stream not seen lately): store it whole
             first = pool.store_stack(obs)
-        second = pool.find(nxt)
+        second = pool.find(nxt, next_key)
         if second is None:
             if np.array_equal(nxt[:-1], obs[1:]):
-                second = np.append(first[1:], pool.store_frame(nxt[-1]))
+                second = first.copy()
+                second[:-1] = first[1:]
+                second[-1] = pool.store_frame(nxt[-1])
             else:
                 second = pool.store_stack(nxt)
         return np.concatenate([first, second])

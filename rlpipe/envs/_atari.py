@@ -1,8 +1,10 @@
 """Atari through ale-py, preprocessed for DQN without OpenCV: 84x84 grey frames, a stack of 4.
 
-ALE does the frame skipping and grey-scaling itself (`frameskip=4`, `obs_type="grayscale"`);
-we average 2x2 blocks (210x160 → 105x80, which keeps 2-pixel objects such as Pong's ball) and
-pick rows and columns to 84x84, then stack the last 4 frames as a [4, 84, 84] uint8 array.
+The settings are the preset's (``_atari_presets.py``, shared with EnvPool): ALE skips frames and
+grey-scales itself (`frameskip`, `obs_type="grayscale"`), with no sticky actions and the preset's
+episode cut; `NoopStart` plays up to `noop_max` no-ops after each reset; we average 2x2 blocks
+(210x160 → 105x80, which keeps 2-pixel objects such as Pong's ball) and pick rows and columns to
+84x84, then stack the last 4 frames as a [4, 84, 84] uint8 array.
 """
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import importlib.util
 import gymnasium as gym
 import numpy as np
 
+from rlpipe.envs._atari_presets import PRESET_KEY, preset
 from rlpipe.envs._errors import MissingDependencyError
 
 SIZE = 84
@@ -32,13 +35,44 @@ class GreyResize(gym.ObservationWrapper):
         return pooled[np.ix_(self._rows, self._cols)].astype(np.uint8)
 
 
+class NoopStart(gym.Wrapper):
+    """After each reset, play a random number (1 to `noop_max`) of no-op actions (action 0), so
+    that episodes start from varied states (the DQN paper's evaluation protocol)."""
+
+    def __init__(self, env: gym.Env, noop_max: int) -> None:
+        super().__init__(env)
+        self.noop_max = int(noop_max)
+
+    def reset(self, **kwargs):  # type: ignore[no-untyped-def]
+        obs, info = self.env.reset(**kwargs)
+        if self.noop_max < 1:
+            return obs, info
+        for _ in range(int(self.np_random.integers(1, self.noop_max + 1))):
+            obs, _, terminated, truncated, info = self.env.step(0)
+            if terminated or truncated:
+                obs, info = self.env.reset()
+        return obs, info
+
+
 def make_atari(game: str = "ALE/Pong-v5", frame_stack: int = 4, **kwargs) -> gym.Env:
-    """One preprocessed Atari env (`game` is an ALE id, e.g. "ALE/Breakout-v5")."""
+    """One preprocessed Atari env (`game` is an ALE id, e.g. "ALE/Breakout-v5"), set up as the
+    preset `kwargs["atari_preset"]` says (default "eval"); other kwargs go to gymnasium.make."""
     if importlib.util.find_spec("ale_py") is None:
         raise MissingDependencyError(
             f"Atari env {game!r} needs ale-py; install it with: pip install \"rlpipe[atari]\"")
+    name = kwargs.pop(PRESET_KEY, "eval")
+    settings = preset(name, f"Atari env {game!r} (ale-py)")
+    if settings["reward_clip"] or settings["episodic_life"]:
+        raise ValueError(
+            f"Atari env {game!r}: the {name!r} preset (clipped rewards, a lost life ends the "
+            f"transition) exists only in EnvPool; install it (pip install \"rlpipe[envpool]\") "
+            f"and use mode='envpool' or 'auto', or use the 'eval' preset here.")
     import ale_py
 
     gym.register_envs(ale_py)
-    env = gym.make(game, obs_type="grayscale", frameskip=4, **kwargs)
+    options = dict(frameskip=settings["frame_skip"],
+                   repeat_action_probability=settings["repeat_action_probability"],
+                   max_num_frames_per_episode=settings["max_episode_steps"] * settings["frame_skip"])
+    env = gym.make(game, obs_type="grayscale", **{**options, **kwargs})
+    env = NoopStart(env, settings["noop_max"])
     return gym.wrappers.FrameStackObservation(GreyResize(env), frame_stack)

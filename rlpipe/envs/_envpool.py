@@ -27,26 +27,13 @@ import gymnasium as gym
 import numpy as np
 
 from rlpipe.envs._actions import ActionCheck
+from rlpipe.envs._atari_presets import ATARI_PRESETS, PRESET_KEY, preset  # noqa: F401 (ATARI_PRESETS: re-exported)
 from rlpipe.envs._errors import EnvFailureError, MissingDependencyError
 from rlpipe.envs._outcome import Failure, Outcome, Rebuilding
 from rlpipe.envs._recovery import MAX_CONSECUTIVE_FAILURES
 from rlpipe.envs._registry import EnvSource
 
-# The one place that says how Atari frames are preprocessed in envpool mode: the DQN paper's
-# (Mnih et al. 2015) 4-frame skip with max over the last 2, 84x84 grey, a stack of 4, up to 30
-# no-op starts, episodes cut at 108k frames; no sticky actions (EnvPool's default; gymnasium's
-# ALE v5 ids use 0.25). "eval" is the default: real rewards and whole games, what the zoo's
-# pong-dqn expects (its ale-py path clips nothing and has no episodic life). "train" adds the
-# paper's training-only tricks: rewards clipped to their sign, a lost life ends the transition.
-_ATARI_COMMON: dict[str, Any] = dict(
-    frame_skip=4, img_height=84, img_width=84, gray_scale=True, stack_num=4, noop_max=30,
-    max_episode_steps=27_000, repeat_action_probability=0.0,
-)
-ATARI_PRESETS: dict[str, dict[str, Any]] = {
-    "eval": {**_ATARI_COMMON, "reward_clip": False, "episodic_life": False},
-    "train": {**_ATARI_COMMON, "reward_clip": True, "episodic_life": True},
-}
-PRESET_KEY = "atari_preset"  # env_kwargs key choosing a preset; the other keys go to envpool.make
+# How frames are preprocessed: ATARI_PRESETS in _atari_presets.py (shared with ale-py).
 
 _INSTALL = 'EnvPool is not installed; install it with: pip install "rlpipe[envpool]"'
 
@@ -104,14 +91,11 @@ def check_envpool_source(source: EnvSource) -> str:
 
 def envpool_options(source: EnvSource) -> dict[str, Any]:
     """envpool.make options: the preset (``env_kwargs["atari_preset"]``, default "eval") with
-    the other env_kwargs over it. A short name's own kwargs (for ale-py) are not passed on."""
-    extra = dict(source.kwargs) if source.gym_id is not None else {}
-    preset = extra.pop(PRESET_KEY, "eval")
-    if preset not in ATARI_PRESETS:
-        raise ValueError(
-            f"EnvManager(mode='envpool'): env_kwargs[{PRESET_KEY!r}] must be one of "
-            f"{sorted(ATARI_PRESETS)}, got {preset!r}")
-    return {**ATARI_PRESETS[preset], **extra}
+    the other env_kwargs over it. A short name's other kwargs (for ale-py) are not passed on."""
+    kwargs = dict(source.kwargs)
+    chosen = preset(kwargs.pop(PRESET_KEY, "eval"), "EnvManager(mode='envpool')")
+    extra = kwargs if source.gym_id is not None else {}
+    return {**chosen, **extra}
 
 
 def _fresh_seed() -> int:

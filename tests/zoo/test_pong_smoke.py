@@ -1,4 +1,5 @@
-"""pong-dqn: config and a smoke run of the pipeline on real Atari frames (no learning check)."""
+"""pong-dqn: a smoke run of its pipeline, made small by overrides, on real Atari frames (no
+learning check; tests/zoo/test_atari_mujoco_short.py runs the whole path)."""
 import importlib.util
 
 import numpy as np
@@ -30,6 +31,6 @@ def test_pong_dqn_pipeline_runs_two_iterations(tmp_path):
                                     "learn": {"batch_size": 4, "update_per_collect": 2},
                                     "eval": {"evaluator": {"eval_freq": 10_000, "n_episode": 1}},
                                     "model": {"hidden": (32,)}}},
-                        overrides=["max_train_iter=2"])
+                        overrides=["max_train_iter=4"])  # 2 updates per iteration
     result = entry.main(cfg)
-    assert result["train_iter"] >= 2 and result["env_step"] >= 32
+    assert result["train_iter"] >= 4 and result["env_step"] >= 32

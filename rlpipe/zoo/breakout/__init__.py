@@ -1,0 +1,1 @@
+"""Zoo entries for breakout."""

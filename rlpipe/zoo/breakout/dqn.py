@@ -1,0 +1,23 @@
+"""DQN on Atari Breakout (``atari-breakout``: 84x84 grey frames, a stack of 4, Nature CNN).
+
+Published settings (``_atari_settings.py``): rl-zoo3's run of them scores 358 after 10M env
+steps. Stops at a mean eval return of 300.
+"""
+from typing import Any, Dict
+
+from rlpipe.policies import DQNPolicy
+from rlpipe.zoo._atari_settings import dqn_config
+from rlpipe.zoo._offpolicy import resolve_config, run_offpolicy
+
+POLICY = DQNPolicy
+REQUIRES = {"ale_py": "atari"}
+
+config: Dict[str, Any] = dqn_config("breakout", stop_value=300)
+
+
+def main(cfg: Any) -> Dict[str, Any]:
+    return run_offpolicy(cfg, DQNPolicy)
+
+
+if __name__ == "__main__":
+    print(main(resolve_config(DQNPolicy, config)))
