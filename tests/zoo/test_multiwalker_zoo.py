@@ -33,7 +33,7 @@ def test_entry_runs_mappo_on_multiwalker_with_walkers_that_leave():
         (False, True, False)
     assert cfg.policy.model.share_params and cfg.policy.model.agent_id
     assert cfg.policy.model.critic_input == "auto"  # the env's global state
-    assert entry.module.REQUIRES == {"pettingzoo": "marl", "Box2D": "box2d"}
+    assert entry.module.REQUIRES == {"pettingzoo": "marl", "Box2D": "box2d", "pygame": "box2d"}
 
 
 def test_cli_train_eval_plot(tmp_path, capsys):
