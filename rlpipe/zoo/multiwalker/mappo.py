@@ -12,8 +12,8 @@ there), and, for a few CPU minutes instead of their 3M frames, lr 3e-4 instead o
 1,600 env steps per update (8 envs × 200) in 4 minibatches × 4 epochs instead of 6,000 in
 400-frame minibatches × 45. The rewards are PettingZoo's: per walker the package's forward progress
 (+130·Δx/SCALE), −5·Δ|hull angle|, and −110 when it falls (−100 each when the package falls),
-so the team return (the sum over walkers) of a random policy is about −300.
-"""
+so the team return (the sum over walkers) of uniform random torques is about −270
+(benchmarks/multiwalker.py; docs/multi_agent.md has the measured figures)."""
 from typing import Any, Dict
 
 from rlpipe.policies import MAPPOPolicy
