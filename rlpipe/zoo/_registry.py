@@ -57,6 +57,7 @@ ENTRIES: Dict[str, str] = {
     "simple-spread-mappo": "rlpipe.zoo.simple_spread.mappo",
     "simple-spread-ippo": "rlpipe.zoo.simple_spread.ippo",
     "simple-spread-continuous-mappo": "rlpipe.zoo.simple_spread.continuous_mappo",
+    "multiwalker-mappo": "rlpipe.zoo.multiwalker.mappo",
 }
 
 
