@@ -21,7 +21,7 @@ from gymnasium.vector.utils import batch_space, iterate
 from rlpipe.envs._actions import ActionCheck
 from rlpipe.envs._obs import BatchObs, BatchStacker, copy_batch, set_rows
 from rlpipe.envs._outcome import Failure, Outcome, failures_from_info
-from rlpipe.envs._recovery import FAILURE_KEY, SubEnvFactory
+from rlpipe.envs._recovery import FAILURE_KEY, SubEnvFactory, derive_seed
 from rlpipe.envs._registry import EnvSource
 
 _INDEXABLE_ACTIONS = (spaces.Discrete, spaces.Box, spaces.MultiDiscrete, spaces.MultiBinary)
@@ -32,6 +32,9 @@ class _InfoMerger(VectorEnv):
 
     def __init__(self, num_envs: int) -> None:
         self.num_envs = num_envs
+
+
+_RESUMED = 2**31 - 1  # derive_seed key of an env restarted after a resume (restarts count from 1)
 
 
 class LoopBackend:
@@ -67,6 +70,13 @@ class LoopBackend:
         self._indexable_actions = isinstance(self.single_action_space, _INDEXABLE_ACTIONS)
         self._infos = _InfoMerger(n_envs)
         self._recovering: set[int] = set()  # sub-envs restarted and not yet stepped since
+        self._unreset: set[int] = set()  # restored without their simulation: reset, not stepped
+
+    def restart_all_at_next_step(self) -> None:
+        """The sub-envs were restored as fresh, never reset envs (their simulation could not be
+        saved): the next `step` resets each instead of stepping it, its row not a transition
+        (`invalid`), without counting it as a failure."""
+        self._unreset = set(range(self.n_envs))
 
     def reset(self, seed: int | list[int | None] | None) -> tuple[BatchObs, list[Failure]]:
         seeds = [seed + i for i in range(self.n_envs)] if isinstance(seed, int) else seed
@@ -99,6 +109,21 @@ class LoopBackend:
         invalid = None
         inner = self._inner
         for i in range(n):
+            if self._unreset and i in self._unreset:
+                self._unreset.discard(i)
+                sub = self._subs[i]
+                obs, info = sub.reset(seed=derive_seed(sub._seed, i, sub._generation, _RESUMED))
+                inner[i] = sub.env
+                reward, term, trunc = 0.0, False, False
+                invalid = np.zeros(n, dtype=np.bool_) if invalid is None else invalid
+                invalid[i] = True
+                obs_list.append(obs)
+                rewards.append(reward)
+                terminated.append(term)
+                truncated.append(trunc)
+                if info:
+                    infos = self._infos._add_info(infos, info, i)
+                continue
             try:
                 obs, reward, term, trunc, info = inner[i].step(actions[i])
             except Exception:  # noqa: BLE001 - the sub-env crashed: restart only it

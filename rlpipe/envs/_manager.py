@@ -22,7 +22,7 @@ from rlpipe.envs._obs import BatchObs, check_space
 from rlpipe.envs._outcome import Failure
 from rlpipe.envs._registry import EnvFactory, resolve_env
 from rlpipe.envs._restarts import RestartBudget
-from rlpipe.envs._state_pickle import dumps_state
+from rlpipe.envs._state_pickle import dumps_state, restart_unsaved_envs
 
 __all__ = ["EnvManager", "StepResult"]
 
@@ -315,6 +315,7 @@ class EnvManager:
             restore(loaded["backend"])
         else:
             self._backend.__dict__.update(loaded["backend"])
+        restart_unsaved_envs(loaded, self._backend, f"{self.env_label} in mode {self.mode!r}")
         manager = loaded["manager"]
         self.action_space = manager.pop("action_space")
         for name, value in manager.items():

@@ -17,7 +17,10 @@ from typing import Any
 
 from gymnasium.utils import EzPickle
 
-__all__ = ["dumps_state"]
+__all__ = ["dumps_state", "restart_unsaved_envs", "ENVS_NOT_SAVED"]
+
+ENVS_NOT_SAVED = "envs_not_saved"
+"""Key `dumps_state` sets in a state whose envs were saved as their constructor call only."""
 
 log = logging.getLogger(__name__)
 _warned = False  # the fallback is logged once per process
@@ -44,10 +47,11 @@ class _StatePickler(pickle.Pickler):
         return NotImplemented
 
 
-def dumps_state(obj: Any) -> bytes:
+def dumps_state(obj: dict) -> bytes:
     """`pickle.dumps(obj)`, with every EzPickle object saved by its attributes. Where those
-    cannot be pickled (Box2D's SWIG world, say), the envs are saved as EzPickle saves them, and
-    a warning says that the resume will restart their episodes (not exact)."""
+    cannot be pickled (Box2D's SWIG world, say), the envs are saved as EzPickle saves them, with
+    `obj[ENVS_NOT_SAVED] = True` so that the restoring side resets them (a resumed run starts
+    new episodes: not exact), and a warning says so."""
     buffer = io.BytesIO()
     try:
         _StatePickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
@@ -58,5 +62,19 @@ def dumps_state(obj: Any) -> bytes:
             log.warning("env state: the envs' simulation cannot be pickled (%s); they are saved "
                         "as their constructor call, so a resumed run restarts their episodes "
                         "(not exact)", err)
-        return pickle.dumps(obj)
+        return pickle.dumps({**obj, ENVS_NOT_SAVED: True})
     return buffer.getvalue()
+
+
+def restart_unsaved_envs(loaded: dict, backend: Any, label: str) -> None:
+    """After restoring `loaded` (from `dumps_state`) into `backend`: where its envs were saved
+    without their simulation they are fresh, never reset envs, so the backend resets each at its
+    next step (that row is no transition) instead of stepping it."""
+    if not loaded.get(ENVS_NOT_SAVED):
+        return
+    restart = getattr(backend, "restart_all_at_next_step", None)
+    if restart is None:
+        raise NotImplementedError(
+            f"EnvManager.set_state(): the envs of {label} were saved without their simulation, "
+            f"and this mode cannot restart them in place; resume with mode='sync'")
+    restart()

@@ -62,3 +62,26 @@ def test_a_native_state_saved_before_cartpole_starts_and_the_action_check_still_
     assert sum(len(r.episodes) for r in runs[0]) > 10  # episodes ended and restarted
     for ra, rb in zip(*runs):  # and the resumed stream is reproducible
         np.testing.assert_array_equal(ra.obs, rb.obs)
+
+
+def test_envs_saved_without_their_simulation_start_new_episodes_without_counting_failures():
+    pytest.importorskip("Box2D")
+    actions = np.zeros((40, 3), dtype=np.int64)
+    with EnvManager("LunarLander-v3", n_envs=3, seed=5, mode="sync") as a:
+        a.reset()
+        for act in actions[:20]:
+            a.step(act)
+        state = a.get_state()  # Box2D's world cannot be pickled: the envs go as constructor calls
+    runs = []
+    for _ in range(2):
+        with EnvManager("LunarLander-v3", n_envs=3, seed=99, mode="sync") as b:
+            b.reset()
+            b.set_state(state)
+            first = b.step(actions[20])
+            assert not first.valid.any() and first.episodes == []  # no made-up transition
+            rest = [b.step(act) for act in actions[21:]]
+            assert all(r.valid.all() for r in rest)
+            assert b.restarts == 0  # new episodes, not crashed envs
+            runs.append([first.obs] + [r.obs for r in rest])
+    for x, y in zip(*runs):  # the new episodes are seeded: a resume is reproducible
+        np.testing.assert_array_equal(x, y)

@@ -59,7 +59,7 @@ def test_resume_continues_the_run_to_its_new_budget(tmp_path):
                   overrides=SHORT)
     assert (first["env_step"], first["train_iter"]) == (200, 1)
     out = resume(run, max_env_step=400, progress=False)
-    # not exact: Box2D's world cannot be pickled, so the resumed envs restart their episodes
+    # not exact: Box2D's world cannot be pickled, so the resumed envs start new episodes
     assert (out["env_step"], out["train_iter"]) == (400, 2)
 
 
