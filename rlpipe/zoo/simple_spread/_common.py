@@ -12,6 +12,8 @@ per update) did best of what was tried (seed 0, 60k env steps, final eval team r
 against −55.0 for lr 2e-3, −58.6 for one-episode rollouts (8 × 25 steps), −58.7 for 4
 minibatches without value clipping (faster early, same plateau), −64.3 for 4 minibatches with
 LayerNorm, −63.5 for 4 minibatches at lr 2e-3, and −70 at 42k for 8 minibatches × 15 epochs.
+Over 5 seeds at 70k (benchmarks/marl.py) the entries reach −60.1 (MAPPO) and −67.6 (IPPO),
+short of the issue's bar (−53.2): see docs/multi_agent.md.
 Rewards are mpe2's: per agent 0.5 × (−Σ landmark distance to its nearest agent) +
 0.5 × (−1 per collision), so the team return (the sum over agents) is 1.5 × the distance term
 minus half the collisions; benchmarks/marl.py converts the published figure to this scale.
