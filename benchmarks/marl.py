@@ -7,13 +7,23 @@ the entry's max_env_step unless --steps) and are scored by their final evaluatio
 episodes, the weights the run ended with). Random acts uniformly on the same eval seeds.
 
 The bar (issue 16): trained ≥ random + 50% of (published MAPPO − random), MAPPO ≥ IPPO.
-Published figure: Yu et al. 2022 report MPE Spread as the per-agent episode reward of their
-own MPE fork, where every agent gets the team's summed reward and each agent's collision
-count includes itself (−1 per agent per step): paper = 3·D − 75 − C, with D the episode sum of
-−Σ_landmarks min-agent-distance and C the collision count. mpe2's team return is 1.5·D − C/2 =
-(paper + 75) / 2 for the same dynamics (agent size 0.15, 25 steps), which is how it converts.
-The default `--published` value is quoted from memory of the paper (not verified here; pass
-the figure you trust).
+
+The published figure and its reward. Yu et al. 2022 ("The Surprising Effectiveness of PPO in
+Cooperative Multi-Agent Games") show MPE Spread as curves (their Fig. 1), not in a table, so no
+exact value could be read; a run of the authors' unchanged script (marlbenchmark/on-policy,
+train_mpe_spread.sh: 128 envs, 20M steps) is reported converging near −120 (on-policy issue
+#49), and EPyMARL's MPE Spread results (Papoudakis et al. 2021) are quoted as about −120, on
+a return its maintainer states is divided by the number of agents (uoe-agents/epymarl issue
+#29). We take −120. Both are one agent's episode reward in OpenAI's MPE with the
+shared reward: every agent receives the sum over agents of −Σ_landmarks(min agent distance)
+− its collisions, an agent's count including itself (−1 per agent per step). Over 25 steps that
+is paper = 3·D − 75 − C (D: the episode sum of −Σ_landmarks min distance; C: collisions,
+2 per colliding pair per step). mpe2's simple_spread_v3 (local_ratio 0.5) gives each agent
+0.5·(−Σ min distance) + 0.5·(−1 per other agent it touches), so rlpipe's team return (the sum
+over the 3 agents) is 1.5·D − C/2 = (paper + 75) / 2: −120 becomes −22.5. Same agent size
+(0.15), physics and 25 steps; mpe2 and OpenAI's MPE (EPyMARL) draw landmarks in [−1, 1]²,
+Yu et al.'s fork in [−0.8, 0.8]², so on mpe2 the same policy scores a little lower than the
+conversion says (the bar is, if anything, harder). `--published` takes another figure.
 
 Run:  nice python benchmarks/marl.py [--seeds 5] [--steps N] [--jobs 2] [--quick]
 """
@@ -32,13 +42,13 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-PUBLISHED_PAPER_SCALE = -110.0  # Yu et al. 2022, MAPPO on MPE Spread (from memory: unverified)
+PUBLISHED_PAPER_SCALE = -120.0  # MAPPO, MPE Spread, one agent's shared-reward return (docstring)
 EVAL_EPISODES = 32
 ENV_ID = "mpe2/simple_spread_v3"
 
 
 def paper_to_mpe2(paper: float) -> float:
-    """Yu et al.'s per-agent shared-reward figure on mpe2's team-return scale."""
+    """A per-agent shared-reward figure (OpenAI MPE, Yu et al.) on mpe2's team-return scale."""
     return (paper + 75.0) / 2.0
 
 
@@ -87,16 +97,26 @@ def main() -> None:
                         help="env steps per training run (default: the entries' budget)")
     parser.add_argument("--jobs", type=int, default=1, help="runs at a time (processes)")
     parser.add_argument("--published", type=float, default=PUBLISHED_PAPER_SCALE,
-                        help="MAPPO's published Spread figure on Yu et al.'s scale")
+                        help="MAPPO's published Spread figure on the shared-reward scale")
     parser.add_argument("--quick", action="store_true", help="2 seeds × 3,200 steps (a smoke run)")
     args = parser.parse_args()
     seeds, steps = (2, 3200) if args.quick else (args.seeds, args.steps)
     algos = ("random", "ippo", "mappo")
     results: Dict[str, List[Dict[str, float]]] = {a: [] for a in algos}
+    # random first (seconds), then MAPPO and IPPO alternating by seed: a run cut short still
+    # has both; each run's figure is printed as it ends
+    order = [("random", s) for s in range(seeds)]
+    order += [(a, s) for s in range(seeds) for a in ("mappo", "ippo")]
     with cf.ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        futures = {pool.submit(_job, a, s, steps): a for a in algos for s in range(seeds)}
+        futures = {pool.submit(_job, a, s, steps): (a, s) for a, s in order}
         for future in cf.as_completed(futures):
-            results[futures[future]].append(future.result())
+            algo, seed = futures[future]
+            row = dict(future.result(), seed=seed)
+            results[algo].append(row)
+            print(f"{algo} seed {seed}: team return {row['team_return']:.1f}, "
+                  f"{row['wall_s']:.0f} s, {row['steps_per_s']:.0f} env steps/s", flush=True)
+    for rows in results.values():
+        rows.sort(key=lambda r: r["seed"])
     reference = paper_to_mpe2(args.published)
     rand = statistics.mean(r["team_return"] for r in results["random"])
     bar = rand + 0.5 * (reference - rand)

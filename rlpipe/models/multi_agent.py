@@ -15,6 +15,7 @@ such arrays), a global state [B, *state_shape] where the env has one, and an age
 - Actions: Discrete (Categorical), 1-D MultiDiscrete / MultiBinary (`models.distributions`),
   1-D Box (diagonal Gaussian, a learned state-independent log-std shared by the agents).
   The distribution covers the B·A rows (agent-major within each env row: row = b·A + i).
+- `layer_norm=True` puts a LayerNorm on each network's input and after each hidden layer.
 - `value_norm=True` keeps a running mean/std of the return targets (the critic learns
   normalised values; `denormalize` maps them back), Yu et al. 2022's ValueNorm.
 """
@@ -67,13 +68,21 @@ class _PerAgent(nn.Module):
 
 
 class _Head(nn.Module):
-    """MLP(hidden, activated) then a linear output layer, as one module with `out_dim`."""
+    """MLP(hidden, activated) then a linear output layer, as one module with `out_dim`.
+    `layer_norm`: a LayerNorm on the input and after every hidden activation (Yu et al.'s
+    feature normalisation and layer norms)."""
 
     def __init__(self, in_dim: int, hidden: Sequence[int], activation: Type[nn.Module],
-                 out_dim: int, gain: float) -> None:
+                 out_dim: int, gain: float, layer_norm: bool = False) -> None:
         super().__init__()
-        self.body = MLP(in_dim, hidden[-1], hidden[:-1], activation, activate_output=True) \
-            if hidden else None
+        self.body: Optional[nn.Module] = None
+        if layer_norm:
+            layers: List[nn.Module] = [nn.LayerNorm(in_dim)]
+            for a, b in zip((in_dim,) + tuple(hidden[:-1]), hidden):
+                layers += [nn.Linear(a, b), activation(), nn.LayerNorm(b)]
+            self.body = nn.Sequential(*layers)
+        elif hidden:
+            self.body = MLP(in_dim, hidden[-1], hidden[:-1], activation, activate_output=True)
         self.out = nn.Linear(hidden[-1] if hidden else in_dim, out_dim)
         for module in self.modules():
             if isinstance(module, nn.Linear):
@@ -92,7 +101,7 @@ class MultiAgentActorCritic(nn.Module):
                  hidden: Sequence[int] = (64, 64), activation: Type[nn.Module] = nn.ReLU, *,
                  critic_input: str = "local", state_space: Optional[gym.Space] = None,
                  agent_id: bool = True, share_params: bool = True, init_log_std: float = 0.0,
-                 value_norm: bool = False) -> None:
+                 value_norm: bool = False, layer_norm: bool = False) -> None:
         super().__init__()
         if critic_input not in CRITIC_INPUTS:
             raise ValueError(f"MultiAgentActorCritic: critic_input must be one of {CRITIC_INPUTS},"
@@ -126,7 +135,7 @@ class MultiAgentActorCritic(nn.Module):
         self.actor_features = _PerAgent(features, A, share_params)
         feat = self.actor_features.out_dim
         self.actor = _PerAgent(lambda: _Head(feat + self.id_dim, hidden, activation, out_dim,
-                                             0.01), A, share_params)
+                                             0.01, layer_norm), A, share_params)
         if critic_input == "state":
             assert state_space is not None
             critic_in = int(math.prod(state_space.shape))
@@ -134,7 +143,7 @@ class MultiAgentActorCritic(nn.Module):
             self.critic_features = _PerAgent(features, A, share_params)
             critic_in = feat * (A if critic_input == "concat_obs" else 1)
         self.critic = _PerAgent(lambda: _Head(critic_in + self.id_dim, hidden, activation, 1,
-                                              1.0), A, share_params)
+                                              1.0, layer_norm), A, share_params)
         self.log_std = (nn.Parameter(torch.full((out_dim,), float(init_log_std)))
                         if self.head is None else None)
         self.value_norm = RunningNorm((), clip=1e9) if value_norm else None

@@ -46,6 +46,7 @@ __all__ = ["IPPOPolicy", "MAPPOPolicy"]
 _ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU}
 _STATS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_frac", "actor_grad_norm",
           "critic_grad_norm")
+_MODEL_KEYS = ("agent_id", "share_params", "init_log_std", "value_norm", "layer_norm")
 _STATE_KEYS = {"model", "acting", "optimizer", "train_iter", "collect_rng", "learn_rng"}
 
 
@@ -90,6 +91,7 @@ class MAPPOPolicy(Policy):
                 critic_input="auto",  # "auto" | "state" | "concat_obs" (IPPO: "local")
                 init_log_std=0.0,     # Box actions: initial log-std of the Gaussian
                 value_norm=True,      # ValueNorm: running mean/std of the return targets
+                layer_norm=False,     # LayerNorm on the inputs and after each hidden layer
             ),
             learn=dict(
                 lr=7e-4,              # actor's Adam learning rate
@@ -136,8 +138,7 @@ class MAPPOPolicy(Policy):
             m = c.model
             self.model = MultiAgentActorCritic(
                 obs_space, action_space, self.n_agents, m.hidden, _ACTIVATIONS[m.activation],
-                critic_input=critic, state_space=state_space, agent_id=m.agent_id,
-                share_params=m.share_params, init_log_std=m.init_log_std, value_norm=m.value_norm)
+                critic_input=critic, state_space=state_space, **{k: m[k] for k in _MODEL_KEYS})
         self.model.to(self.device)
         self.acting = copy.deepcopy(self.model).to(self.collect_device).requires_grad_(False)
         self._actor_params = self.model.actor_parameters()

@@ -105,6 +105,24 @@ def test_non_shared_parameters_are_one_network_per_agent():
     assert out["action"].shape == (2, 2) and out["logp"].shape == out["value"].shape == (2, 2)
 
 
+def test_layer_norm_normalises_each_network_input():
+    """With layer_norm the actor's and critic's outputs ignore a shift and positive scaling of
+    their whole input (the input LayerNorm); without it they do not."""
+    env = FakeMultiAgentEnvManager()
+    obs, state, mask = _inputs()
+    moved = (3.0 * obs + 1.0, 3.0 * state + 1.0)
+    for layer_norm, same in ((True, True), (False, False)):
+        p = _policy(MAPPOPolicy, env, agent_id=False, layer_norm=layer_norm)
+        m = p.model
+        n_norms = sum(isinstance(x, torch.nn.LayerNorm) for x in m.modules())
+        assert n_norms == (6 if layer_norm else 0)  # input + 2 hidden, actor and critic
+        with torch.no_grad():
+            before = (m.logits(torch.as_tensor(obs)), m.value(None, torch.as_tensor(state)))
+            after = (m.logits(torch.as_tensor(moved[0])), m.value(None, torch.as_tensor(moved[1])))
+        for a, b in zip(before, after):
+            assert torch.allclose(a, b, atol=1e-4) == same
+
+
 def test_zoo_builds_a_multi_agent_policy_from_the_manager_and_refuses_a_single_agent_env():
     from easydict import EasyDict
 

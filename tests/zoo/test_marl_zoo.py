@@ -18,9 +18,11 @@ from rlpipe.zoo._onpolicy import build_onpolicy  # noqa: E402
 
 ENTRIES = {"simple-spread-mappo": MAPPOPolicy, "simple-spread-ippo": IPPOPolicy,
            "simple-spread-continuous-mappo": MAPPOPolicy}
-# a few hundred env steps: 4 envs × 50 steps per update, 2 epochs
+# a few hundred env steps: 4 envs × 50 steps per update, 2 epochs of one minibatch (2 gradient
+# steps per update, which the counts below assume)
 SHORT = ["env.n_envs=4", "env.eval_n_envs=2", "policy.collect.n_sample=200",
-         "policy.learn.epoch_per_collect=2", "policy.eval.evaluator.n_episode=2",
+         "policy.learn.epoch_per_collect=2", "policy.learn.n_minibatches=1",
+         "policy.eval.evaluator.n_episode=2",
          "policy.eval.evaluator.eval_freq=4", "ckpt.train_freq=4"]
 
 
