@@ -1,9 +1,9 @@
 """MAPPO on MPE simple_spread with continuous actions (`continuous_actions=True`: each agent
 pushes with a Box(0, 1, (5,)) force: no-op, left, right, down, up), a Gaussian shared actor.
 
-The second PettingZoo task of issue 16: SISL's waterworld and multiwalker need pymunk, which
-is not among rlpipe's extras; simple_spread's continuous form needs only mpe2 and shares the
-reward scale, so its returns compare with the discrete entries'."""
+Continuous actions on the task of the discrete entries: it needs only mpe2 and shares their
+reward scale, so its returns compare with theirs. The continuous task with agents that leave
+early is `multiwalker-mappo` (SISL, Box2D)."""
 from typing import Any, Dict
 
 from rlpipe.policies import MAPPOPolicy
