@@ -185,5 +185,10 @@ def build_offline(cfg: Any, policy_cls: Any, dataset: Any = None) -> Pipeline:
 
 def run_offline(cfg: Any, policy_cls: Any) -> Dict[str, Any]:
     """Train `policy_cls` from `cfg.dataset.id` for `cfg.max_train_iter` updates; return the
-    summary (the keys of `run_offpolicy`'s, `train_epoch` added)."""
+    summary (the keys of `run_offpolicy`'s, `train_epoch` added). In a process of an
+    `--async` run, the chain runs in one thread: the overlap is the evaluator process's, and
+    in the learner each middleware needs the one before it (threads would only add hand-offs,
+    which cost milliseconds per update on a loaded machine)."""
+    if parallel.link() is not None:
+        cfg.async_mode = False
     return run_pipeline(cfg, lambda: build_offline(cfg, policy_cls))
