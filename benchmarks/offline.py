@@ -93,8 +93,8 @@ def make_pendulum() -> Dict[str, Any]:
                 env_steps=summary["env_step"], **describe(PENDULUM))
 
 
-def train_entry(entry: str, seed: int) -> Dict[str, Any]:
-    run_dir = Path(f"runs/{entry}-s{seed}")
+def train_entry(entry: str, seed: int, runs: str = "runs") -> Dict[str, Any]:
+    run_dir = Path(f"{runs}/{entry}-s{seed}")
     if run_dir.exists():  # an earlier benchmark's run of this entry: train afresh
         shutil.rmtree(run_dir)
     start = time.perf_counter()
@@ -196,6 +196,9 @@ def main() -> None:
         data = {**json.loads((work / "results.json").read_text())["data"], **data}
     seeds = ([int(x) for x in args.seed_list.split(",")] if args.seed_list
              else list(range(args.seeds)))
+    # each results file has its own run folders: a script beside this one never deletes (to
+    # train afresh) a run folder this one is writing
+    runs = "runs" if args.out == "results.json" else f"runs/{Path(args.out).stem}"
     for dataset_id in chosen:
         entries = [e for e in ENTRIES[dataset_id] if picked is None or e in picked]
         if not entries:
@@ -210,7 +213,7 @@ def main() -> None:
         for entry in entries:
             results[entry] = []
             for seed in seeds:
-                results[entry].append(train_entry(entry, seed))
+                results[entry].append(train_entry(entry, seed, runs))
                 print(f"  {entry} seed {seed}: {json.dumps(results[entry][-1])}", flush=True)
                 saved.write_text(json.dumps(dict(data=data, results=results), indent=1))
     print(table(results))

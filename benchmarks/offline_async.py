@@ -4,7 +4,7 @@ trainer, and whether the final weights are the same.
     nice .venv/bin/python benchmarks/offline_async.py                       # pendulum-td3bc
     nice .venv/bin/python benchmarks/offline_async.py --entry pendulum-cql --rounds 2
 
-Writes the rounds to async-ENTRY.json in --workdir.
+Writes the rounds to async-ENTRY-FIRST-first.json in --workdir.
 
 Uses the data set of `benchmarks/offline.py` (its --workdir; run that first, or pass
 --workdir where `pendulum/medium-replay-v0` was made). Each round runs the entry sync then
@@ -61,6 +61,8 @@ def main() -> None:
     parser.add_argument("--entry", default="pendulum-td3bc")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--first", choices=("sync", "async"), default="sync",
+                        help="which mode runs first in round 0 (the order alternates)")
     parser.add_argument("--workdir", default="benchmarks/results/offline/pendulum")
     args = parser.parse_args()
     work = Path(args.workdir).absolute()
@@ -68,7 +70,7 @@ def main() -> None:
     os.chdir(work)
     rows = []
     for r in range(args.rounds):
-        order = (False, True) if r % 2 == 0 else (True, False)
+        order = (False, True) if (r % 2 == 0) == (args.first == "sync") else (True, False)
         got = {}
         for async_mode in order:
             run_dir = Path(f"runs/async-bench-{'async' if async_mode else 'sync'}")
@@ -82,7 +84,7 @@ def main() -> None:
               f"of which its evaluator {got[False]['evaluator_s']:.0f} s; async "
               f"{got[True]['wall']:.0f} s), learner overlap sync {got[False]['overlap']:.2f} / "
               f"async {got[True]['overlap']:.2f}, same final weights: {same}", flush=True)
-    (work / f"async-{args.entry}.json").write_text(json.dumps(rows, indent=1))
+    (work / f"async-{args.entry}-{args.first}-first.json").write_text(json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":
