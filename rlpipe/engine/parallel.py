@@ -47,7 +47,10 @@ def launch(main: Callable[..., Any], collectors: int = 1, evaluator: bool = Fals
       What this call starts or connects, it shuts down or disconnects when it returns.
     - `queue_size`: the hub's queue bound (default: `collectors`, one batch per collector
       waiting, so the learner never starves and data is at most about one batch per
-      collector older than the newest weights; producers wait while a queue is full).
+      collector older than the newest weights; producers wait while a queue is full; 1
+      without collectors).
+    - `collectors=0` with `evaluator=True`: a learner that takes no env steps (an offline run)
+      and an evaluator process that evaluates the weights it publishes.
     - Each actor asks `num_cpus` CPUs (default: 1, or an equal share of the cluster's CPUs
       when there are more actors than CPUs). The learner runs on the driver's machine (it writes the
       run folder there); collectors and the evaluator go wherever Ray places them. Roles: see
@@ -67,13 +70,16 @@ def launch(main: Callable[..., Any], collectors: int = 1, evaluator: bool = Fals
       `STATUS` (a small dict a process publishes with `link().publish(STATUS, None, info)`;
       {} before the first). One hub call per look; an exception it raises ends the run.
     """
-    if isinstance(collectors, bool) or not isinstance(collectors, int) or collectors < 1:
-        raise ValueError(f"launch(collectors={collectors!r}): a distributed run needs an int >= 1 "
-                         f"collectors (run main() directly for a single process)")
+    if isinstance(collectors, bool) or not isinstance(collectors, int) or collectors < 0 or (
+            collectors == 0 and not evaluator):
+        raise ValueError(f"launch(collectors={collectors!r}, evaluator={evaluator!r}): a "
+                         f"distributed run needs an int >= 1 collectors, or 0 collectors and "
+                         f"evaluator=True (a learner without env steps, e.g. offline, beside an "
+                         f"evaluator process); run main() directly for a single process")
     if not callable(main):
         raise TypeError(f"launch(main=...) takes a callable, got {main!r}")
     if queue_size is None:
-        queue_size = collectors
+        queue_size = max(collectors, 1)
     if backend == "local":
         if on_poll is not None:
             raise ValueError("launch(on_poll=...) works with backend='ray'; with backend='local' "

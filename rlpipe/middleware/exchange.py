@@ -30,7 +30,6 @@ from __future__ import annotations
 import logging
 import math
 import threading
-import time
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
 
 import torch
@@ -41,18 +40,14 @@ from rlpipe.engine import parallel
 
 from ._cfg import setting
 from ._workers import WorkerCounts
-from .evaluator import FINAL_EVAL, log_evaluation
+from .evaluator import FINAL_EVAL
+from .remote_eval import EVALUATIONS, EVALUATOR_EXITS, RemoteEvaluations, TakeEvaluations
 
 log = logging.getLogger(__name__)
 
 WEIGHTS = "weights"
 TRAJECTORIES = "trajectories"
-EVALUATIONS = "evaluations"
 _DERIVED = ("acting",)  # rebuilt by collect_mode.refresh() from the shipped networks
-FINAL_EVAL_TIMEOUT_S = 60.0  # the learner waits at most this long for the final weights' evaluation
-EVALUATOR_EXITS = "evaluator_exits"
-"""Hub counter the evaluator process adds to when its main() returns (after its last message),
-so that a learner waiting for a final evaluation knows none will come."""
 
 
 def module_weights(policy: Any, modules: Optional[Iterable[str]] = None) -> Dict[str, Dict[str, Any]]:
@@ -166,7 +161,7 @@ class ReceiveTrajectories:
         self.publish = publish
         self.decompressor = decompressor
         self.batches_per_iter = batches_per_iter
-        self.evaluator_stopped = False  # the evaluator process ended the run (stop_value)
+        self.remote = RemoteEvaluations(shared.link, publish)
         self.workers = WorkerCounts(shared.link)
         writes = ["trajectories", "env_step", "env_episode", "episode_info", "info_for_logging"]
         if shared.link.evaluator:
@@ -179,7 +174,7 @@ class ReceiveTrajectories:
     def attach(self, task: Any) -> None:
         """Called by `task.use`: with an evaluator process, answer `final_evaluation()`."""
         if self.s.link.evaluator:
-            task.on(FINAL_EVAL, lambda ctx: self._final(ctx, task))
+            task.on(FINAL_EVAL, lambda ctx: self.remote.final(ctx, task))
 
     def __call__(self, ctx: OnlineRLContext) -> None:
         s = self.s
@@ -202,67 +197,11 @@ class ReceiveTrajectories:
         ctx.episode_info = episodes or None
         ctx.info_for_logging = {**ctx.info_for_logging, **self.workers.update(messages, s.version)}
         if s.link.evaluator:
-            self._evaluations(ctx)
-
-    def _evaluations(self, ctx: OnlineRLContext, task: Any = None,
-                     timeout: Optional[float] = 0.0) -> None:
-        task = task if task is not None else current_task()
-        for m in self.s.link.pop(EVALUATIONS, None, timeout):
-            ctx.eval_value = m["eval_value"]
-            ctx.eval_output = m["eval_output"]
-            ctx.last_eval_iter = m["train_iter"]  # the weights evaluated were of that iteration
-            ctx.last_eval_value = m["eval_value"]
-            ctx.eval_weights = m.get("weights")  # so that best.pt holds what was evaluated
-            # the env step of this iteration: the one the logger gives the evaluation
-            log_evaluation(ctx, "final eval" if m.get("final") else "eval", "evaluator process")
-            task.emit("eval_end", ctx)
-            ctx.eval_weights = None
-            if m["stop"]:
-                self.evaluator_stopped = True
-                log.info("the evaluator reached stop_value: finishing")
-                task.finish = True
-
-    def _final(self, ctx: OnlineRLContext, task: Any) -> None:
-        """Publish the weights the run ends with, marked final, and wait for the evaluator
-        process's evaluation of them (taking any earlier ones that arrive first)."""
-        s = self.s
-        if ctx.last_eval_iter == ctx.train_iter:
-            return
-        if self.evaluator_stopped:
-            log.info("the evaluator process ended the run at stop_value with the weights of "
-                     "train_iter %d and has stopped: the run's last evaluation is that one",
-                     ctx.last_eval_iter)
-            return
-        self.publish.publish(ctx, final=True)
-        log.info("waiting for the evaluator process to evaluate the final weights "
-                 "(train_iter %d)", ctx.train_iter)
-        deadline = time.monotonic() + FINAL_EVAL_TIMEOUT_S
-        while ctx.last_eval_iter != ctx.train_iter:
-            state = s.link.state()
-            if state["counters"].get(EVALUATOR_EXITS, 0) > 0:  # its last message is queued
-                self._evaluations(ctx, task)
-                if ctx.last_eval_iter != ctx.train_iter:
-                    log.warning("the evaluator process ended without evaluating the final "
-                                "weights (train_iter %d): the summary reports its last "
-                                "evaluation (train_iter %d)", ctx.train_iter,
-                                ctx.last_eval_iter)
-                return
-            if state["finished"]:
-                log.warning("the run was finished everywhere before the evaluator process "
-                            "evaluated the final weights (train_iter %d): the summary reports "
-                            "its last evaluation (train_iter %d)", ctx.train_iter,
-                            ctx.last_eval_iter)
-                return
-            if time.monotonic() > deadline:
-                log.warning("the evaluator process did not evaluate the final weights "
-                            "(train_iter %d) within %.0f s: the summary reports its last "
-                            "evaluation (train_iter %d)", ctx.train_iter, FINAL_EVAL_TIMEOUT_S,
-                            ctx.last_eval_iter)
-                return
-            self._evaluations(ctx, task, timeout=1.0)
+            self.remote.take(ctx)
 
 
-@contract(reads=("train_iter", "env_step", "env_episode"), writes=(), role=Role.LEARNER)
+@contract(reads=("train_iter",), optional_reads=("env_step", "env_episode"), writes=(),
+          role=Role.LEARNER)
 class PublishWeights:
     """Learner, after the learner: every `every` train iterations put the policy's weights in
     the object store as the next version (collectors pick up the newest one they see)."""
@@ -283,8 +222,9 @@ class PublishWeights:
         s = self.s
         with self._lock:
             self._final = self._final or final
-            info = {"train_iter": int(ctx.train_iter), "env_step": int(ctx.env_step),
-                    "env_episode": int(ctx.env_episode), "final": self._final}
+            info = {"train_iter": int(ctx.train_iter), "final": self._final,
+                    **{k: int(getattr(ctx, k)) for k in ("env_step", "env_episode")
+                       if hasattr(ctx, k)}}
             s.version = s.link.publish(WEIGHTS, module_weights(s.policy, s.modules), info)
             self._published_iter = ctx.train_iter
 
@@ -294,14 +234,16 @@ class PublishWeights:
                 self.publish(ctx)
 
 
-@contract(reads=("train_iter",), writes=("train_iter", "env_step", "env_episode"),
-          role=Role.EVALUATOR, finishes=True)
 class ReceiveWeightsToEvaluate:
     """Evaluator, first in the chain: wait for weights newer than the last ones, take them
-    with the learner's train_iter and env_step at publication."""
+    with the learner's train_iter and env_step at publication (`env_steps=False`: an offline
+    run's, whose context counts no env steps)."""
 
-    def __init__(self, shared: _Shared) -> None:
+    def __init__(self, shared: _Shared, env_steps: bool = True) -> None:
         self.s = shared
+        self.counters = ("env_step", "env_episode") if env_steps else ()
+        contract(reads=("train_iter",), writes=("train_iter",) + self.counters,
+                 role=Role.EVALUATOR, finishes=True)(self)
 
     def __call__(self, ctx: OnlineRLContext) -> None:
         update = self.s.link.poll(WEIGHTS, self.s.version, None)
@@ -310,8 +252,8 @@ class ReceiveWeightsToEvaluate:
                 self.s.final = True
                 current_task().finish = True
             ctx.train_iter = int(update.info.get("train_iter", ctx.train_iter))
-            ctx.env_step = int(update.info.get("env_step", ctx.env_step))
-            ctx.env_episode = int(update.info.get("env_episode", ctx.env_episode))
+            for key in self.counters:
+                setattr(ctx, key, int(update.info.get(key, getattr(ctx, key))))
 
 
 @contract(reads=("last_eval_iter", "eval_value", "eval_output", "train_iter"), writes=(),
@@ -353,14 +295,16 @@ class Exchange:
     takes per iteration (default `cfg.parallel.batches_per_iter`, else 1: each learner
     iteration trains on one collector iteration's data, as a single process does; 0 takes all
     that are queued). `modules`: the policy's torch modules to ship (default: all but the
-    acting copy and target networks).
+    acting copy and target networks). `env_steps=False`: a run without env steps or
+    collectors (offline, `OfflineRLContext`): the learner's `receive` only publishes the first
+    weights and takes the evaluator process's evaluations (`remote_eval.TakeEvaluations`).
     """
 
     def __init__(self, cfg: Any, policy: Any, link: Any = None,
                  compressor: Optional[Callable[[Any], Any]] = None,
                  decompressor: Optional[Callable[[Any], Any]] = None,
                  publish_every: Optional[int] = None, batches_per_iter: Optional[int] = None,
-                 modules: Optional[Iterable[str]] = None) -> None:
+                 modules: Optional[Iterable[str]] = None, env_steps: bool = True) -> None:
         link = link if link is not None else parallel.link()
         if link is None:
             raise RuntimeError("Exchange connects the processes of a distributed run, and this "
@@ -381,15 +325,23 @@ class Exchange:
         shared = _Shared(link, policy, modules)
         self.receive: Callable[[Any], Any]
         self.send: Callable[[Any], Any]
+        if not env_steps and (link.collectors or not link.evaluator):
+            raise ValueError(f"Exchange(env_steps=False) connects a learner and an evaluator "
+                             f"process without collectors (an offline run); this run has "
+                             f"{link.collectors} collectors and "
+                             f"{'an' if link.evaluator else 'no'} evaluator: launch it with "
+                             f"collectors=0, evaluator=True")
         if link.role is Role.COLLECTOR:
             self.receive, self.send = ReceiveWeights(shared), SendTrajectories(shared, compressor)
         elif link.role is Role.LEARNER:
             publish = PublishWeights(shared, int(publish_every))
-            self.receive = ReceiveTrajectories(shared, publish, decompressor,
-                                               int(batches_per_iter) or None)
+            self.receive = (ReceiveTrajectories(shared, publish, decompressor,
+                                                int(batches_per_iter) or None) if env_steps
+                            else TakeEvaluations(RemoteEvaluations(link, publish)))
             self.send = publish
         else:
-            self.receive, self.send = ReceiveWeightsToEvaluate(shared), SendEvaluation(shared)
+            self.receive = ReceiveWeightsToEvaluate(shared, env_steps)
+            self.send = SendEvaluation(shared)
 
     def __repr__(self) -> str:
         return f"<Exchange of the {self.link.name}>"

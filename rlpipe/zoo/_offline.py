@@ -11,6 +11,13 @@ spaces, which must fit the env's. One iteration is one update. Checkpoints keep 
 sampling state, so `--resume` draws the batches an uninterrupted run would have drawn.
 Any policy trains here: the offline algorithms (`pipeline = "offline"`) and the off-policy
 ones (DQN, SAC, TD3 on a data set: the usual offline baselines).
+
+`--async` (cfg.parallel: 0 collectors, an evaluator process, local backend): the evaluator
+runs in a child process beside the trainer, which publishes its weights every `eval_freq`
+updates and takes the evaluations as they come (`Exchange(env_steps=False)`), so evaluating
+no longer pauses training. Both processes load the data set (the evaluator for the policy's
+spaces and observation statistics). The updates, and so the final weights, are those of the
+single-process run; the evaluator process evaluates the newest weights it finds.
 """
 from __future__ import annotations
 
@@ -22,8 +29,10 @@ from rlpipe.config import merge_config
 from rlpipe.config_checks import check_config
 from rlpipe.contexts import OfflineRLContext
 from rlpipe.data import OfflineDataError, dataset_spec, load_dataset
+from rlpipe.engine import Role, parallel, task
 from rlpipe.envs import EnvManager
 from rlpipe.middleware import interaction_evaluator, offline_data_fetcher, trainer
+from rlpipe.middleware.exchange import Exchange
 
 from ._offpolicy import mask_settings
 from ._pipeline import Pipeline, closed_on_error, make_policy, run_pipeline
@@ -47,6 +56,10 @@ RUN_DEFAULTS: Dict[str, Any] = dict(
     logger=dict(tensorboard=True, wandb=False, wandb_project="rlpipe",
                 wandb_mode=None, train_show_freq=100),
     ckpt=dict(train_freq=5000),
+    # --async: an evaluator process beside the trainer (no collector); publish_every None:
+    # every eval_freq updates
+    parallel=dict(collectors=0, evaluator=False, publish_every=None, queue_size=None,
+                  backend="local", child_nice=0),
 )
 MAKE_ONE = ("`rlpipe train cartpole-dqn`, then `rlpipe dataset collect runs/cartpole-dqn/<run> "
             "--episodes 50 --eps 0.2 --id {id}` (or `rlpipe dataset collect random --env ENV "
@@ -107,7 +120,8 @@ def open_dataset(cfg: Any) -> Any:
 
 def make_eval_env(cfg: Any, dataset: Any) -> EnvManager:
     """The evaluator's envs: `cfg.env.id`, else the data set's env; its spaces must be the
-    data set's (one line otherwise)."""
+    data set's (one line otherwise). In the learner of an `--async` run, one in-process env
+    that only checks the spaces (the evaluator process evaluates)."""
     env_cfg = cfg.env
     env_id = env_cfg.id
     if env_id is None and dataset.id:
@@ -117,11 +131,13 @@ def make_eval_env(cfg: Any, dataset: Any) -> EnvManager:
                                f"recorded without a gymnasium spec): pass --env ID (or --set "
                                f"env.id=ID)")
     env_cfg.id = env_id
-    env = EnvManager(env_id, n_envs=env_cfg.eval_n_envs, seed=cfg.seed + 10_000,
-                     mode=env_cfg.mode, step_timeout=env_cfg.step_timeout,
-                     env_kwargs=dict(env_cfg.env_kwargs) or None,
-                     max_restarts=env_cfg.max_restarts, restart_window=env_cfg.restart_window,
-                     **mask_settings(env_cfg))
+    common = dict(env_kwargs=dict(env_cfg.env_kwargs) or None, max_restarts=env_cfg.max_restarts,
+                  restart_window=env_cfg.restart_window, **mask_settings(env_cfg))
+    if task.serves(Role.EVALUATOR):
+        env = EnvManager(env_id, n_envs=env_cfg.eval_n_envs, seed=cfg.seed + 10_000,
+                         mode=env_cfg.mode, step_timeout=env_cfg.step_timeout, **common)
+    else:
+        env = EnvManager(env_id, n_envs=1, mode="sync", **common)
     with closed_on_error((env,)):
         dataset.check_spaces(env.observation_space, env.action_space, env_id)
     return env
@@ -145,14 +161,24 @@ def build_offline(cfg: Any, policy_cls: Any, dataset: Any = None) -> Pipeline:
     with closed_on_error(envs):
         policy = make_policy(cfg, policy_cls, dataset)  # the data set's spaces
         normalize_obs(policy, dataset)  # resume / --init-from then load the saved statistics
-        run_state = RunState(cfg.run_dir, None, evaluator_env, None,
+        evaluating = evaluator_env if task.serves(Role.EVALUATOR) else None  # else: spaces only
+        run_state = RunState(cfg.run_dir, None, evaluating, None,
                              dataset=dataset) if cfg.run_dir else None
         ctx = resumed_context(cfg, policy, run_state, OfflineRLContext)
+    link = parallel.link()
+    exchange = None
+    if link is not None:  # --async: this is the learner or the evaluator process
+        every = cfg.parallel.publish_every or cfg.policy.eval.evaluator.eval_freq
+        exchange = Exchange(cfg, policy, link, publish_every=every, env_steps=False)
 
     def install(task: Any) -> None:
+        if exchange is not None:
+            task.use(exchange.receive)
         task.use(interaction_evaluator(cfg, policy.eval_mode, evaluator_env))
         task.use(offline_data_fetcher(cfg, dataset))
         task.use(trainer(cfg, policy.learn_mode))
+        if exchange is not None:
+            task.use(exchange.send)
         use_run_tail(task, cfg, policy, run_state)
 
     return Pipeline(ctx, install, envs)
@@ -160,5 +186,10 @@ def build_offline(cfg: Any, policy_cls: Any, dataset: Any = None) -> Pipeline:
 
 def run_offline(cfg: Any, policy_cls: Any) -> Dict[str, Any]:
     """Train `policy_cls` from `cfg.dataset.id` for `cfg.max_train_iter` updates; return the
-    summary (the keys of `run_offpolicy`'s, `train_epoch` added)."""
+    summary (the keys of `run_offpolicy`'s, `train_epoch` added). In a process of an
+    `--async` run, the chain runs in one thread: the overlap is the evaluator process's, and
+    in the learner each middleware needs the one before it (threads would only add hand-offs,
+    which cost milliseconds per update on a loaded machine)."""
+    if parallel.link() is not None:
+        cfg.async_mode = False
     return run_pipeline(cfg, lambda: build_offline(cfg, policy_cls))

@@ -86,7 +86,8 @@ def _run(entry: Entry, cfg: Any, ray_address: Optional[str] = None,
                 from ._cluster import run_trainer
 
                 result = run_trainer(entry.name, cfg, ray_address, hub)
-            elif cfg.get("parallel", {}).get("collectors", 0) > 0:
+            elif (cfg.get("parallel", {}).get("collectors", 0) > 0
+                  or cfg.get("parallel", {}).get("evaluator")):  # offline --async: 0 collectors
                 from ._parallel import run_distributed
 
                 result = run_distributed(entry.name, cfg, ray_address)
@@ -133,7 +134,8 @@ def train(name: Optional[str] = None, seed: int = 0, overrides: Iterable[str] = 
     `async_mode`: collection and evaluation overlap training. An off-policy entry (DQN, SAC,
     TD3) then collects in one child process and evaluates in another, beside the learner in
     this one (a local distributed run, no Ray needed: one Python process cannot overlap them,
-    as small torch models keep the GIL busy); an on-policy entry runs its middleware in threads.
+    as small torch models keep the GIL busy); an on-policy entry runs its middleware in threads;
+    an offline entry evaluates in a child process while this one trains.
     `collectors` > 0: a distributed run (one learner, that many collector processes, an
     evaluator process with `evaluator`) on Ray (`backend="ray"`, the default; `ray_address`
     names a cluster, default a local Ray) or in child processes (`backend="local"`).
@@ -164,12 +166,17 @@ def train(name: Optional[str] = None, seed: int = 0, overrides: Iterable[str] = 
     if hub and (collectors or async_mode or backend is not None or evaluator):
         raise ValueError("rlpipe trainer takes its collectors from `rlpipe worker`: drop "
                          "--collectors, --async, --backend and --evaluator")
+    if entry.pipeline == "offline" and (collectors or hub or evaluator):
+        raise ValueError(f"{name} trains from a data set: it has no collectors; --async runs its "
+                         f"evaluation in a process beside the trainer")
     check_distributed(name, base, 1 if hub else collectors)
     if hub:
         user["parallel"] = {"collectors": 0, "evaluator": False, "backend": "ray"}
     elif collectors:
         user["parallel"] = {"collectors": collectors, "evaluator": evaluator,
                             "backend": backend or "ray"}
+    elif async_mode and entry.pipeline == "offline":  # an evaluator process, no collector
+        user["parallel"] = {"collectors": 0, "evaluator": True, "backend": backend or "local"}
     elif async_mode and "parallel" in base and entry.pipeline != "on-policy":
         user["parallel"] = {"collectors": 1, "evaluator": True, "backend": backend or "local"}
     overrides = list(overrides)

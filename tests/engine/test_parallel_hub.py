@@ -105,7 +105,9 @@ def test_hub_counts_restarts_by_process():
 
 def test_launch_checks_its_arguments():
     with pytest.raises(ValueError, match="collectors"):
-        parallel.launch(print, collectors=0)
+        parallel.launch(print, collectors=0)  # 0 collectors only beside an evaluator process
+    with pytest.raises(ValueError, match="collectors"):
+        parallel.launch(print, collectors=-1, evaluator=True)
     with pytest.raises(TypeError, match="callable"):
         parallel.launch("main", collectors=1)
 
