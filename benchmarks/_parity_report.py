@@ -68,6 +68,15 @@ def _verdict(ours: float, lo: float, hi: float) -> str:
     return "inside" if ours >= lo else "**below**"
 
 
+def points_verdict(ours: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> str:
+    """How rlpipe's IQM curve lies against SB3's 95% band over every evaluation point, e.g.
+    "below at 1 of 20 points (25,000), above at 2, inside at 17". A single point below, with
+    neighbours inside or above, reads as evaluation noise; a run of them as a gap."""
+    verdicts = [_verdict(o, low, high).strip("*") for o, low, high in zip(ours, lo, hi)]
+    return (f"below at {verdicts.count('below')} of {len(verdicts)} points, above at "
+            f"{verdicts.count('above')}, inside at {verdicts.count('inside')}")
+
+
 def task_table(task: ParityTask, runs: List[Dict[str, Any]], reps: int) -> Tuple[str, Dict]:
     """The Markdown table of one task and the per-point curve estimates for the plot."""
     by_fw = {fw: sorted((r for r in runs if r["framework"] == fw), key=lambda r: r["seed"])
@@ -101,6 +110,12 @@ def task_table(task: ParityTask, runs: List[Dict[str, Any]], reps: int) -> Tuple
     finals = {fw: ", ".join(f"{r['final']:.0f}" for r in rs) for fw, rs in by_fw.items()}
     lines += [""] + [f"- final returns, {fw} (seeds {rs[0]['seed']}…{rs[-1]['seed']}): {finals[fw]}"
                      for fw, rs in by_fw.items()]
+    if set(by_fw) == set(FRAMEWORKS):
+        below = [f"{p:,}" for p, o, low in zip(task.points(), curve_point["rlpipe"],
+                                               curve_interval["sb3"][0]) if o < low]
+        lines.append("- every evaluation point, rlpipe's IQM vs SB3's interval: " + points_verdict(
+            curve_point["rlpipe"], *curve_interval["sb3"]) + (f" (below at {', '.join(below)} "
+                                                              "steps)" if below else ""))
     return "\n".join(lines) + "\n", dict(point=curve_point, interval=curve_interval)
 
 

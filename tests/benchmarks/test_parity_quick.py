@@ -15,7 +15,7 @@ SCRIPT = ROOT / "benchmarks" / "parity.py"
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import parity  # noqa: E402
-from _parity_report import point_index  # noqa: E402
+from _parity_report import point_index, points_verdict  # noqa: E402
 from _parity_runs import eval_seeds  # noqa: E402
 from _parity_tasks import QUICK, TASKS  # noqa: E402
 
@@ -102,3 +102,11 @@ def test_eval_seeds_are_shared_by_both_frameworks_and_differ_between_runs():
 def test_the_docs_show_the_settings_table_the_harness_uses():
     from _parity_settings import settings_markdown
     assert settings_markdown() in (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+
+
+def test_points_verdict_counts_where_the_curve_leaves_the_reference_band():
+    import numpy as np
+    lo, hi = np.array([0.0, 0.0, 0.0, 0.0]), np.array([10.0, 10.0, 10.0, 10.0])
+    assert points_verdict(np.array([-1.0, 5.0, 11.0, 0.0]), lo, hi) == \
+        "below at 1 of 4 points, above at 1, inside at 2"
+    assert points_verdict(np.array([5.0] * 4), lo, hi) == "below at 0 of 4 points, above at 0, inside at 4"
