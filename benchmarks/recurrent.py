@@ -9,7 +9,11 @@
    collect face and with LSTM-PPO's (64-unit actor and critic LSTMs); rounds alternate, the best
    of each is kept, and the ratio is printed.
 
+`--collectors N` runs the learning part with N local collector processes (each keeps its own
+hidden states; the learner trains on their rollouts), `--entries` picks the entries.
+
 Run:  python benchmarks/recurrent.py [--seeds 5] [--budget 100000] [--skip-learning]
+          [--skip-collection] [--collectors 2] [--entries cartpole-novel-ppo-lstm]
 """
 from __future__ import annotations
 
@@ -34,17 +38,19 @@ ENV = "rlpipe/CartPoleNoVel-v1"
 ENTRIES = ("cartpole-novel-ppo", "cartpole-novel-ppo-lstm")
 
 
-def learning(seeds: int, budget: int) -> None:
-    print(f"learning on {ENV}, budget {budget} env steps, stop at 475")
+def learning(seeds: int, budget: int, entries=ENTRIES, collectors: int = 0) -> None:
+    where = f", {collectors} local collector processes" if collectors else ""
+    print(f"learning on {ENV}, budget {budget} env steps, stop at 475{where}")
     print(f"{'entry':26s} {'seed':>4s} {'steps to 475':>12s} {'final':>7s} {'best':>7s} "
           f"{'wall s':>7s}")
-    for name in ENTRIES:
+    parallel = dict(collectors=collectors, backend="local") if collectors else {}
+    for name in entries:
         solved, walls = 0, []
         for seed in range(seeds):
             with tempfile.TemporaryDirectory() as tmp:
                 start = time.perf_counter()
                 r = train(name, seed=seed, max_env_step=budget, run_dir=f"{tmp}/run",
-                          progress=False)
+                          progress=False, **parallel)
                 walls.append(time.perf_counter() - start)
             solved += bool(r["solved"])
             steps = str(r["env_step"]) if r["solved"] else "-"
@@ -90,10 +96,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--collect-steps", type=int, default=20_000)
     parser.add_argument("--skip-learning", action="store_true")
+    parser.add_argument("--skip-collection", action="store_true")
+    parser.add_argument("--collectors", type=int, default=0)
+    parser.add_argument("--entries", nargs="+", default=list(ENTRIES), choices=ENTRIES)
     args = parser.parse_args()
-    collection(args.rounds, args.collect_steps)
+    if not args.skip_collection:
+        collection(args.rounds, args.collect_steps)
     if not args.skip_learning:
-        learning(args.seeds, args.budget)
+        learning(args.seeds, args.budget, args.entries, args.collectors)
 
 
 if __name__ == "__main__":

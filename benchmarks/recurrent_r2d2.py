@@ -46,9 +46,13 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=200_000)
     parser.add_argument("--no-baseline", action="store_true")
     args = parser.parse_args()
-    r2d2 = {s: run("cartpole-novel-r2d2", s, args.budget, []) for s in args.seeds}
-    for s, r in r2d2.items():
-        print(line("cartpole-novel-r2d2", s, r), flush=True)
+    r2d2 = {}
+    for s in args.seeds:  # each line as soon as its run ends: a long sweep shows progress
+        r2d2[s] = run("cartpole-novel-r2d2", s, args.budget, [])
+        print(line("cartpole-novel-r2d2", s, r2d2[s]), flush=True)
+    solved = sum(r["steps"] is not None for r in r2d2.values())
+    print(f"cartpole-novel-r2d2: reached {TARGET} on {solved}/{len(r2d2)} seeds, mean wall "
+          f"{sum(r['wall'] for r in r2d2.values()) / len(r2d2):.1f} s", flush=True)
     if args.no_baseline:
         return
     dqn = {s: run("cartpole-dqn", s, args.budget, ["env.id=rlpipe/CartPoleNoVel-v1"])

@@ -92,11 +92,24 @@ def gae_estimator(cfg: Any, policy: Any) -> Callable:
     face with `value(obs)` (PPO's `policy.collect_mode`), used to bootstrap truncated episodes
     (from the true final observation) and the rollout's last step. See `rollout_to_batch`.
     A recurrent policy (LSTM-PPO) gets `recurrent_rollout`'s time-ordered ``{"rollout": ...}``.
+
+    Feed-forward values come from the face's acting copy, which it first `refresh()`es from
+    the learner's network: in one process that changes nothing (the collector refreshed it at
+    the start of the iteration and nothing has trained since), but the learner of a
+    distributed run collects nothing, and its acting copy would otherwise keep its initial
+    weights. The recurrent path does not refresh yet: with a refreshed copy, distributed
+    LSTM-PPO's value loss was seen to diverge (docs/recurrent.md, Results; open).
     """
     gamma = float(setting(cfg, "policy.learn.gamma"))
     lam = float(setting(cfg, "policy.learn.gae_lambda"))
     reward_scale = float(setting(cfg, "policy.learn.reward_scale", 1.0))
     value_fn = getattr(policy, "value", None)
+    refresh = getattr(policy, "refresh", None)
+
+    def _refreshed() -> None:
+        if refresh is not None:
+            refresh()
+
     if is_recurrent(policy):  # V needs the carried state: the face's next_values(rollout)
         next_values = getattr(policy, "next_values", None)
         if next_values is None:
@@ -105,7 +118,7 @@ def gae_estimator(cfg: Any, policy: Any) -> Callable:
                             "observation from the carried state); pass policy.collect_mode of "
                             "a recurrent on-policy policy such as PPOLSTMPolicy")
 
-        @contract(reads=("trajectories",), writes=("train_data",))
+        @contract(reads=("trajectories",), writes=("train_data",), role=Role.LEARNER)
         def _recurrent_gae_estimator(ctx: OnlineRLContext) -> None:
             steps = ctx.trajectories
             ctx.train_data = (recurrent_rollout(steps, gamma, lam, next_values, reward_scale)
@@ -116,6 +129,7 @@ def gae_estimator(cfg: Any, policy: Any) -> Callable:
     @contract(reads=("trajectories",), writes=("train_data",), role=Role.LEARNER)
     def _gae_estimator(ctx: OnlineRLContext) -> None:
         steps = ctx.trajectories
+        _refreshed()
         ctx.train_data = rollout_to_batch(steps, gamma, lam, value_fn, reward_scale) if steps else None
 
     return _gae_estimator

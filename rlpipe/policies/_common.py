@@ -2,8 +2,9 @@
 subclass's defaults extending its parent's."""
 from __future__ import annotations
 
+import copy
 import math
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import torch
 from easydict import EasyDict
@@ -42,6 +43,35 @@ def soft_update(target: nn.Module, source: nn.Module, tau: float) -> None:
 def clone_state(module: nn.Module) -> Dict[str, torch.Tensor]:
     """A detached copy of `module.state_dict()` (a snapshot, not live references)."""
     return {k: v.detach().clone() for k, v in module.state_dict().items()}
+
+
+def learner_state(policy: Any, modules: Sequence[str]) -> Dict[str, Any]:
+    """A snapshot of a policy with one optimizer: each named module's weights, the optimizer's
+    state, `train_iter` and the exploration RNG (`policy._rng`). The caller holds its weight
+    lock; `load_learner_state` restores it."""
+    state: Dict[str, Any] = {name: clone_state(getattr(policy, name)) for name in modules}
+    state.update(optimizer=copy.deepcopy(policy.optimizer.state_dict()),
+                 train_iter=policy.train_iter, rng=copy.deepcopy(policy._rng.bit_generator.state))
+    return state
+
+
+def check_learner_state(policy: Any, state: Mapping[str, Any], modules: Sequence[str]) -> None:
+    """Raise `KeyError` naming what `state` lacks to be `learner_state(policy, modules)`'s."""
+    missing = sorted({*modules, "optimizer", "train_iter", "rng"} - set(state))
+    if missing:
+        name = type(policy).__name__
+        raise KeyError(f"{name}.load_state_dict: the state lacks {missing}; it must come from "
+                       f"{name}.state_dict()")
+
+
+def load_learner_state(policy: Any, state: Mapping[str, Any], modules: Sequence[str]) -> None:
+    """Restore `learner_state(policy, modules)` into `policy` (the caller checked it with
+    `check_learner_state` and holds its weight lock)."""
+    for name in modules:
+        getattr(policy, name).load_state_dict(state[name])
+    policy.optimizer.load_state_dict(state["optimizer"])
+    policy.train_iter = int(state["train_iter"])
+    policy._rng.bit_generator.state = state["rng"]
 
 
 def adam(params: List[torch.Tensor], lr: float, device: torch.device,

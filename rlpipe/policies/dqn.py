@@ -31,8 +31,8 @@ from easydict import EasyDict
 from rlpipe.data import to_torch
 from rlpipe.models import ObservationShapeError, QNetwork, batch_rows, obs_as_tensor
 
-from ._common import (adam, check_td_batch, clone_state, grad_step, hard_update, resolve_device,
-                      soft_update, td_discount)
+from ._common import (adam, check_learner_state, check_td_batch, grad_step, hard_update,
+                      learner_state, load_learner_state, resolve_device, soft_update, td_discount)
 from ._masks import as_mask, masked_argmax, sample_valid
 from .base import Policy
 
@@ -41,6 +41,7 @@ __all__ = ["DQNPolicy"]
 # Batch keys a learn step reads (others, such as "index" or "truncated", stay in numpy).
 _LEARN_KEYS = ("obs", "action", "reward", "next_obs", "terminated", "discount", "weight",
                "action_mask", "next_action_mask")
+_MODULES = ("online", "target", "acting")  # the networks a checkpoint holds
 
 
 class DQNPolicy(Policy):
@@ -240,24 +241,9 @@ class DQNPolicy(Policy):
     # --- state -----------------------------------------------------------------------------------
     def state_dict(self) -> Dict[str, Any]:
         with self._lock:
-            return {
-                "online": clone_state(self.online),
-                "target": clone_state(self.target),
-                "acting": clone_state(self.acting),
-                "optimizer": copy.deepcopy(self.optimizer.state_dict()),
-                "train_iter": self.train_iter,
-                "rng": copy.deepcopy(self._rng.bit_generator.state),
-            }
+            return learner_state(self, _MODULES)
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        missing = {"online", "target", "acting", "optimizer", "train_iter", "rng"} - set(state)
-        if missing:
-            raise KeyError(f"DQNPolicy.load_state_dict: the state lacks {sorted(missing)}; "
-                           "it must come from DQNPolicy.state_dict().")
+        check_learner_state(self, state, _MODULES)
         with self._lock:
-            self.online.load_state_dict(state["online"])
-            self.target.load_state_dict(state["target"])
-            self.acting.load_state_dict(state["acting"])
-            self.optimizer.load_state_dict(state["optimizer"])
-            self.train_iter = int(state["train_iter"])
-            self._rng.bit_generator.state = state["rng"]
+            load_learner_state(self, state, _MODULES)

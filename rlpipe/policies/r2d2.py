@@ -28,7 +28,8 @@ from easydict import EasyDict
 
 from rlpipe.models import RecurrentQNetwork, batch_rows, obs_as_tensor
 
-from ._common import adam, clone_state, grad_step, hard_update, resolve_device, soft_update
+from ._common import (adam, check_learner_state, grad_step, hard_update, learner_state,
+                      load_learner_state, resolve_device, soft_update)
 from ._masks import masked_argmax
 from ._sequence_td import append_last_next, sequence_nstep_targets, time_slice
 from .base import Policy
@@ -36,6 +37,7 @@ from .base import Policy
 __all__ = ["R2D2Policy"]
 
 _SEQ_KEYS = ("obs", "next_obs", "action", "reward", "terminated", "first", "mask", "state")
+_MODULES = ("online", "target", "acting")  # the networks a checkpoint holds, as DQN's
 
 
 class R2D2Policy(Policy):
@@ -218,24 +220,12 @@ class R2D2Policy(Policy):
             stats["priority"] = td.cpu().numpy()  # [B, seq_len]; padding 0 (the buffer masks it)
         return stats
 
-    # --- state -----------------------------------------------------------------------------------
+    # --- state: DQN's (the three networks, optimizer, train_iter, RNG) -------------------------
     def state_dict(self) -> Dict[str, Any]:
         with self._lock:
-            return {"online": clone_state(self.online), "target": clone_state(self.target),
-                    "acting": clone_state(self.acting),
-                    "optimizer": copy.deepcopy(self.optimizer.state_dict()),
-                    "train_iter": self.train_iter,
-                    "rng": copy.deepcopy(self._rng.bit_generator.state)}
+            return learner_state(self, _MODULES)
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        missing = {"online", "target", "acting", "optimizer", "train_iter", "rng"} - set(state)
-        if missing:
-            raise KeyError(f"R2D2Policy.load_state_dict: the state lacks {sorted(missing)}; it "
-                           "must come from R2D2Policy.state_dict()")
+        check_learner_state(self, state, _MODULES)
         with self._lock:
-            self.online.load_state_dict(state["online"])
-            self.target.load_state_dict(state["target"])
-            self.acting.load_state_dict(state["acting"])
-            self.optimizer.load_state_dict(state["optimizer"])
-            self.train_iter = int(state["train_iter"])
-            self._rng.bit_generator.state = state["rng"]
+            load_learner_state(self, state, _MODULES)

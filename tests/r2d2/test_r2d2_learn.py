@@ -125,3 +125,25 @@ def test_missing_sequence_keys_are_named():
     with pytest.raises(ValueError, match="burn_in"):
         policy().learn_mode.forward(dict(batch(policy()), burn_in=8))
 
+
+
+def test_state_dict_restores_networks_optimizer_and_exploration_exactly():
+    a = policy(burn_in=2, seq_len=4)
+    a.learn_mode.forward(batch(a, length=6, seed=1))  # optimizer moments and a target to copy
+    saved = a.state_dict()
+    b = policy(burn_in=2, seq_len=4)  # its initial weights, a fresh optimizer and RNG
+    b.load_state_dict(saved)
+    assert b.train_iter == a.train_iter == 1
+    next_batch = batch(a, length=6, seed=2)
+    out_a, out_b = a.learn_mode.forward(next_batch), b.learn_mode.forward(next_batch)
+    assert out_a["loss"] == out_b["loss"]
+    for name in ("online", "target", "acting"):
+        for (key, x), y in zip(getattr(a, name).state_dict().items(),
+                               getattr(b, name).state_dict().values()):
+            assert torch.equal(x, y), (name, key)
+    obs, first = np.zeros((64, 3), np.float32), np.ones(64, bool)
+    acts = [p.collect_mode.forward(obs, state=p.initial_state(64), first=first, eps=0.5)["action"]
+            for p in (a, b)]
+    np.testing.assert_array_equal(*acts)  # the same exploration draws
+    with pytest.raises(KeyError, match=r"R2D2Policy.load_state_dict: the state lacks \['rng'\]"):
+        b.load_state_dict({k: v for k, v in saved.items() if k != "rng"})

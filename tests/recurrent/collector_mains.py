@@ -1,0 +1,56 @@
+"""A main for the local-backend test of recurrent collectors (module level, so that a spawned
+child can import it): each collector process acts with `CountingPolicy` on
+rlpipe/RememberFirst-v0 and sends its rollouts; the learner returns what it received."""
+from __future__ import annotations
+
+import numpy as np
+from torch import nn
+
+from rlpipe.contexts import OnlineRLContext
+from rlpipe.engine import Role, contract, parallel, task
+from rlpipe.envs import EnvManager
+from rlpipe.middleware import StepCollector
+from rlpipe.middleware.exchange import Exchange
+
+from .fakes import CountingPolicy
+
+
+class ShippedCountingPolicy(CountingPolicy):
+    """CountingPolicy with a torch module, so that the exchange has weights to publish."""
+
+    def __init__(self, obs_space, action_space) -> None:
+        super().__init__(obs_space, action_space)
+        self.net = nn.Linear(1, 1)
+
+
+def counting_collectors(iterations: int, n_envs: int, n_sample: int) -> list:
+    """Learner: the rollouts (lists of per-step records) of `iterations` collector batches, each
+    with the name of the collector that sent it; collectors: collect until told to finish."""
+    link = parallel.link()
+    env = EnvManager("rlpipe/RememberFirst-v0", n_envs=n_envs, seed=link.index or 0, mode="sync",
+                     env_kwargs={"length": 4})
+    policy = ShippedCountingPolicy(env.observation_space, env.action_space)
+    cfg = {"policy": {"collect": {"n_sample": n_sample}}}
+    exchange = Exchange(cfg, policy, link, publish_every=1, batches_per_iter=1)
+    received: list = []
+
+    @contract(reads=("trajectories",), writes=(), role=Role.LEARNER)
+    def keep(ctx: OnlineRLContext) -> None:
+        received.append([{k: _copy(v) for k, v in step.items()} for step in ctx.trajectories])
+
+    try:
+        with task.start(ctx=OnlineRLContext()):
+            task.use(exchange.receive)
+            task.use(StepCollector(cfg, policy.collect_mode, env))
+            task.use(keep)
+            task.use(exchange.send)
+            task.run(max_step=iterations if link.role is Role.LEARNER else 10**9)
+    finally:
+        env.close()
+    return received if link.role is Role.LEARNER else None
+
+
+def _copy(value):
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    return np.array(value, copy=True)
