@@ -44,8 +44,9 @@ setup(
         # rlpipe export: ONNX files (torch's dynamo exporter needs onnxscript) checked with
         # onnxruntime
         "export": ["onnx>=1.16", "onnxscript>=0.1", "onnxruntime>=1.17"],
-        # rlpipe eval --video (gymnasium's RecordVideo writes through moviepy; pygame renders)
-        "video": ["moviepy>=1.0", "pygame>=2.1"],
+        # rlpipe eval --video (gymnasium's RecordVideo writes through moviepy; pygame-ce renders: minigrid
+        # and mpe2 need pygame-ce, and a "pygame" install would overwrite its files)
+        "video": ["moviepy>=1.0", "pygame-ce>=2.1"],
         # logger.wandb=True: the same metrics in Weights & Biases (offline mode works without network)
         "wandb": ["wandb>=0.16"],
     },

@@ -25,7 +25,7 @@ QUICK = ["--no-progress", "--seed", "1", "--set", "policy.eval.evaluator.n_episo
 STANDALONE = r"""
 import json, sys
 sys.modules["rlpipe"] = None  # any `import rlpipe` now fails
-sys.path = [p for p in sys.path if not p.startswith(sys.argv[1])]
+sys.path = [p for p in sys.path if p.rstrip("/") != sys.argv[1]]  # not its .venv inside the repo
 import numpy as np
 _, _, fmt, path, inputs_file, out_file = sys.argv
 spec = json.load(open(path + ".json"))
