@@ -13,6 +13,12 @@ Episode reports (``StepResult.episodes``) are those of the real game: the return
 lost life ends the transition (``terminated``) but not the episode, which ends where
 ``info["terminated"]`` (game over) or ``truncated`` is set.
 
+EnvPool presses FIRE (``use_fire_reset``) only in its resets, so without ``episodic_life`` a
+Breakout policy that never fires stalls after its first lost life until the 27k-step cut. So the
+pool always runs with ``episodic_life=True``; where the preset does not end transitions at lost
+lives ("eval"), a lost life's pseudo-step (no-ops, FIRE) becomes part of the step that lost it:
+that row is not terminated, and its next observation is the one after FIRE.
+
 EnvPool cannot snapshot its envs, so :meth:`EnvManager.get_state` is refused in this mode.
 """
 
@@ -108,6 +114,7 @@ class EnvPoolBackend(Rebuilding):
     def __init__(self, source: EnvSource, n_envs: int, seed: int | None) -> None:
         self._task = check_envpool_source(source)
         self._options = envpool_options(source)
+        self._life_ends_transition = bool(self._options.get("episodic_life"))
         self.n_envs = n_envs
         self._seed = seed
         self._pool_seed = _fresh_seed() if seed is None else seed  # sub-env i: pool seed + i
@@ -124,7 +131,7 @@ class EnvPoolBackend(Rebuilding):
 
         try:
             return envpool.make(self._task, env_type="gymnasium", num_envs=self.n_envs,
-                                seed=seed, **self._options)
+                                seed=seed, **{**self._options, "episodic_life": True})
         except TypeError as exc:  # an unknown option: say which ones exist
             raise ValueError(
                 f"EnvManager(mode='envpool'): envpool.make({self._task!r}) rejected the options "
@@ -162,6 +169,11 @@ class EnvPoolBackend(Rebuilding):
                 obs[pseudo_info["env_id"]] = fresh
                 game_over = infos["terminated"].astype(np.bool_) | truncated
                 done_rows = (ended & game_over).nonzero()[0]
+                if not self._life_ends_transition and done_rows.size < reset_rows.size:
+                    lives = ended & ~game_over  # each goes on after its FIRE
+                    terminated = terminated & game_over
+                    next_obs = next_obs.copy()
+                    next_obs[lives] = obs[lives]
             else:
                 done_rows = reset_rows
         except Exception:  # noqa: BLE001 - the pool raised: rebuild it
