@@ -39,7 +39,6 @@ class AtariLives(gym.Wrapper):
         self._fire = meanings.index("FIRE") if fire and "FIRE" in meanings else None
         self._episodic = bool(episodic_life)
         self._clip = bool(reward_clip)
-        self._ale = env.unwrapped.ale
         self._lives = 0
         self._next_life: Any = None  # the frame the next reset hands out when the game goes on
 
@@ -52,19 +51,22 @@ class AtariLives(gym.Wrapper):
             obs, _, terminated, truncated, info = self.env.step(self._fire)
             if terminated or truncated:  # not seen in any game; start again without FIRE
                 obs, info = self.env.reset()
-        self._lives = self._ale.lives()
+        self._lives = self._ale_lives()
         return obs, info
+
+    def _ale_lives(self) -> int:  # looked up each time: an ALEInterface cannot be pickled
+        return self.env.unwrapped.ale.lives()
 
     def step(self, action: Any):  # type: ignore[no-untyped-def]
         obs, reward, terminated, truncated, info = self.env.step(action)
         score = float(reward)
-        lives = self._ale.lives()
+        lives = self._ale_lives()
         lost = lives < self._lives and not (terminated or truncated)
         after = obs
         if lost and self._fire is not None:
             after, more, terminated, truncated, info = self.env.step(self._fire)
             score += float(more)
-            lives = self._ale.lives()
+            lives = self._ale_lives()
         self._lives = lives
         info = {**info, SCORE_KEY: score, GAME_OVER_KEY: bool(terminated)}
         if lost and self._episodic:
