@@ -25,7 +25,7 @@ from rlpipe.data import OfflineDataError, dataset_spec, load_dataset
 from rlpipe.envs import EnvManager
 from rlpipe.middleware import interaction_evaluator, offline_data_fetcher, trainer
 
-from ._offpolicy import mask_settings
+from ._offpolicy import eval_env_kwargs, mask_settings
 from ._pipeline import Pipeline, closed_on_error, make_policy, run_pipeline
 from ._resume import RunState, resumed_context
 from ._tail import use_run_tail
@@ -42,7 +42,7 @@ RUN_DEFAULTS: Dict[str, Any] = dict(
     init_from_optim=False,
     dataset=dict(id=None),
     env=dict(id=None, eval_n_envs=5, mode="auto", stop_value=None, step_timeout=None,
-             env_kwargs={}, max_restarts=10, restart_window=1000,
+             env_kwargs={}, eval_env_kwargs={}, max_restarts=10, restart_window=1000,
              action_masks=True, action_mask_fn=None),
     logger=dict(tensorboard=True, wandb=False, wandb_project="rlpipe",
                 wandb_mode=None, train_show_freq=100),
@@ -119,7 +119,7 @@ def make_eval_env(cfg: Any, dataset: Any) -> EnvManager:
     env_cfg.id = env_id
     env = EnvManager(env_id, n_envs=env_cfg.eval_n_envs, seed=cfg.seed + 10_000,
                      mode=env_cfg.mode, step_timeout=env_cfg.step_timeout,
-                     env_kwargs=dict(env_cfg.env_kwargs) or None,
+                     env_kwargs=eval_env_kwargs(env_cfg),
                      max_restarts=env_cfg.max_restarts, restart_window=env_cfg.restart_window,
                      **mask_settings(env_cfg))
     with closed_on_error((env,)):
