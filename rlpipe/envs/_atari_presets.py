@@ -14,9 +14,11 @@ the game. In both, the episode reports (``StepResult.episodes``) are those of th
 its score summed over all lives, reported when the game is over or cut.
 
 What the backends still do differently: EnvPool takes the max over the last two frames of each
-skip and resizes with OpenCV's area filter, and its no-op starts count frames; ale-py returns
-the last frame, which rlpipe averages over 2x2 blocks (no OpenCV needed), and its no-op starts
-count agent steps of 4 frames.
+skip and resizes with OpenCV's area filter, its no-op starts count frames (and it plays them
+after each lost life too), and with "train" its frame stack runs on across a lost life; ale-py
+returns the last frame, which rlpipe averages over 2x2 blocks (no OpenCV needed), its no-op
+starts count agent steps of 4 frames (at game starts only), and with "train" the stack restarts
+(the frame after FIRE repeated) at each life, as SB3's frame stack does.
 """
 from __future__ import annotations
 

@@ -33,6 +33,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlpipe.envs._actions import ActionCheck
+from rlpipe.envs._atari_lives import is_atari_short_name
 from rlpipe.envs._atari_presets import ATARI_PRESETS, PRESET_KEY, preset  # noqa: F401 (ATARI_PRESETS: re-exported)
 from rlpipe.envs._errors import EnvFailureError, MissingDependencyError
 from rlpipe.envs._outcome import Failure, Outcome, Rebuilding
@@ -52,10 +53,8 @@ def envpool_task(source: EnvSource) -> str | None:
     """EnvPool's task id for ``source`` ("ALE/Pong-v5" or "atari-pong" -> "Pong-v5"), or None
     when it is not an Atari game (only Atari is supported in this mode so far)."""
     gym_id = source.gym_id
-    if gym_id is None:  # a short name like "atari-pong" registers a partial of _make_atari
-        target = source.target
-        if isinstance(target, functools.partial) and target.func.__name__ == "_make_atari":
-            gym_id = target.args[0]
+    if gym_id is None and is_atari_short_name(source):  # a partial of _make_atari
+        gym_id = source.target.args[0]
     if not isinstance(gym_id, str) or not gym_id.startswith("ALE/"):
         return None
     return gym_id.removeprefix("ALE/")
