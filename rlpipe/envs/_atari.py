@@ -2,7 +2,9 @@
 
 The settings are the preset's (``_atari_presets.py``, shared with EnvPool): ALE skips frames and
 grey-scales itself (`frameskip`, `obs_type="grayscale"`), with no sticky actions and the preset's
-episode cut; `NoopStart` plays up to `noop_max` no-ops after each reset; we average 2x2 blocks
+episode cut; `NoopStart` plays up to `noop_max` no-ops after each reset; `AtariLives`
+(``_atari_lives.py``) presses FIRE, ends transitions at lost lives and clips rewards as the
+preset says; we average 2x2 blocks
 (210x160 → 105x80, which keeps 2-pixel objects such as Pong's ball) and pick rows and columns to
 84x84, then stack the last 4 frames as a [4, 84, 84] uint8 array.
 """
@@ -13,6 +15,7 @@ import importlib.util
 import gymnasium as gym
 import numpy as np
 
+from rlpipe.envs._atari_lives import AtariLives
 from rlpipe.envs._atari_presets import PRESET_KEY, preset
 from rlpipe.envs._errors import MissingDependencyError
 
@@ -62,11 +65,6 @@ def make_atari(game: str = "ALE/Pong-v5", frame_stack: int = 4, **kwargs) -> gym
             f"Atari env {game!r} needs ale-py; install it with: pip install \"rlpipe[atari]\"")
     name = kwargs.pop(PRESET_KEY, "eval")
     settings = preset(name, f"Atari env {game!r} (ale-py)")
-    if settings["reward_clip"] or settings["episodic_life"]:
-        raise ValueError(
-            f"Atari env {game!r}: the {name!r} preset (clipped rewards, a lost life ends the "
-            f"transition) exists only in EnvPool; install it (pip install \"rlpipe[envpool]\") "
-            f"and use mode='envpool' or 'auto', or use the 'eval' preset here.")
     import ale_py
 
     gym.register_envs(ale_py)
@@ -74,5 +72,6 @@ def make_atari(game: str = "ALE/Pong-v5", frame_stack: int = 4, **kwargs) -> gym
                    repeat_action_probability=settings["repeat_action_probability"],
                    max_num_frames_per_episode=settings["max_episode_steps"] * settings["frame_skip"])
     env = gym.make(game, obs_type="grayscale", **{**options, **kwargs})
-    env = NoopStart(env, settings["noop_max"])
+    env = AtariLives(NoopStart(env, settings["noop_max"]), fire=settings["use_fire_reset"],
+                     episodic_life=settings["episodic_life"], reward_clip=settings["reward_clip"])
     return gym.wrappers.FrameStackObservation(GreyResize(env), frame_stack)

@@ -13,6 +13,12 @@ Episode reports (``StepResult.episodes``) are those of the real game: the return
 lost life ends the transition (``terminated``) but not the episode, which ends where
 ``info["terminated"]`` (game over) or ``truncated`` is set.
 
+EnvPool presses FIRE (``use_fire_reset``) only in its resets, so without ``episodic_life`` a
+Breakout policy that never fires stalls after its first lost life until the 27k-step cut. So the
+pool always runs with ``episodic_life=True``; where the preset does not end transitions at lost
+lives ("eval"), a lost life's pseudo-step (no-ops, FIRE) becomes part of the step that lost it:
+that row is not terminated, and its next observation is the one after FIRE.
+
 EnvPool cannot snapshot its envs, so :meth:`EnvManager.get_state` is refused in this mode.
 """
 
@@ -27,6 +33,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlpipe.envs._actions import ActionCheck
+from rlpipe.envs._atari_lives import is_atari_short_name
 from rlpipe.envs._atari_presets import ATARI_PRESETS, PRESET_KEY, preset  # noqa: F401 (ATARI_PRESETS: re-exported)
 from rlpipe.envs._errors import EnvFailureError, MissingDependencyError
 from rlpipe.envs._outcome import Failure, Outcome, Rebuilding
@@ -46,10 +53,8 @@ def envpool_task(source: EnvSource) -> str | None:
     """EnvPool's task id for ``source`` ("ALE/Pong-v5" or "atari-pong" -> "Pong-v5"), or None
     when it is not an Atari game (only Atari is supported in this mode so far)."""
     gym_id = source.gym_id
-    if gym_id is None:  # a short name like "atari-pong" registers a partial of _make_atari
-        target = source.target
-        if isinstance(target, functools.partial) and target.func.__name__ == "_make_atari":
-            gym_id = target.args[0]
+    if gym_id is None and is_atari_short_name(source):  # a partial of _make_atari
+        gym_id = source.target.args[0]
     if not isinstance(gym_id, str) or not gym_id.startswith("ALE/"):
         return None
     return gym_id.removeprefix("ALE/")
@@ -108,6 +113,7 @@ class EnvPoolBackend(Rebuilding):
     def __init__(self, source: EnvSource, n_envs: int, seed: int | None) -> None:
         self._task = check_envpool_source(source)
         self._options = envpool_options(source)
+        self._life_ends_transition = bool(self._options.get("episodic_life"))
         self.n_envs = n_envs
         self._seed = seed
         self._pool_seed = _fresh_seed() if seed is None else seed  # sub-env i: pool seed + i
@@ -124,7 +130,7 @@ class EnvPoolBackend(Rebuilding):
 
         try:
             return envpool.make(self._task, env_type="gymnasium", num_envs=self.n_envs,
-                                seed=seed, **self._options)
+                                seed=seed, **{**self._options, "episodic_life": True})
         except TypeError as exc:  # an unknown option: say which ones exist
             raise ValueError(
                 f"EnvManager(mode='envpool'): envpool.make({self._task!r}) rejected the options "
@@ -162,6 +168,11 @@ class EnvPoolBackend(Rebuilding):
                 obs[pseudo_info["env_id"]] = fresh
                 game_over = infos["terminated"].astype(np.bool_) | truncated
                 done_rows = (ended & game_over).nonzero()[0]
+                if not self._life_ends_transition and done_rows.size < reset_rows.size:
+                    lives = ended & ~game_over  # each goes on after its FIRE
+                    terminated = terminated & game_over
+                    next_obs = next_obs.copy()
+                    next_obs[lives] = obs[lives]
             else:
                 done_rows = reset_rows
         except Exception:  # noqa: BLE001 - the pool raised: rebuild it

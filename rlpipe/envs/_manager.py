@@ -13,6 +13,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlpipe.envs._async import AsyncBackend
+from rlpipe.envs._atari_lives import game_scores, is_atari_short_name
 from rlpipe.envs._envpool import EnvPoolBackend, auto_picks_envpool
 from rlpipe.envs._errors import EnvFailureError
 from rlpipe.envs._loop import LoopBackend
@@ -174,8 +175,9 @@ class EnvManager:
                                  n_envs, load_mask_fn(action_mask_fn), bool(action_masks))
         self.action_mask: np.ndarray | None = None
         self._ep_return = np.zeros(n_envs, dtype=np.float64)  # return so far, per sub-env
-        # EnvPool may clip rewards (its "train" preset): episodes report the game's score instead
-        self._raw_reward_key = "reward" if self.mode == "envpool" else None
+        # Atari may clip rewards and end transitions at lost lives ("train" preset): episodes
+        # report the game's score over whole games instead (_atari_lives.game_scores)
+        self._games = self.mode == "envpool" or is_atari_short_name(source)
         self._t = 0  # steps taken by this manager
         # value of _t when each episode began (a list: a few rows are read and set faster in Python)
         self._ep_start: list[int] = [0] * n_envs
@@ -227,7 +229,9 @@ class EnvManager:
         except EnvFailureError as err:
             raise self._named(err) from err
         ep_return = self._ep_return
-        ep_return += reward if self._raw_reward_key is None else infos[self._raw_reward_key]
+        if self._games:
+            score, rows = game_scores(reward, truncated, infos, rows)
+        ep_return += score if self._games else reward
         self._t = t = self._t + 1
         episodes = []
         if rows.size:  # row by row: for the few rows that end per step, faster than fancy indexing

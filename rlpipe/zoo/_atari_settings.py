@@ -2,7 +2,10 @@
 
 The env is an ``atari-*`` short name in mode "auto": EnvPool where it is installed, ale-py's
 frames (``rlpipe/envs/_atari.py``) otherwise; ``rlpipe.envs.auto_picks_envpool`` is the one place
-that decides, and ``ATARI_PRESETS`` the one place that says how frames are preprocessed.
+that decides, and ``ATARI_PRESETS`` the one place that says how frames are preprocessed. The
+collector's envs take the "train" preset (rewards clipped to their sign, a lost life ends the
+transition, as the DQN and PPO papers and rl-zoo3 train), the evaluator's the "eval" one (real
+scores, whole games); both press FIRE after resets and lost lives.
 The learner runs where ``device="auto"`` finds CUDA; the acting copies stay on the CPU.
 
 DQN: Mnih et al. 2015 as rl-zoo3 (``hyperparams/dqn.yml``, atari) and CleanRL (``dqn_atari.py``)
@@ -26,7 +29,8 @@ from typing import Any, Dict
 
 def atari_env(game: str, stop_value: float | None, n_envs: int = 8) -> Dict[str, Any]:
     return dict(id=f"atari-{game}", n_envs=n_envs, eval_n_envs=4, stop_value=stop_value,
-                mode="auto")
+                mode="auto", env_kwargs={"atari_preset": "train"},
+                eval_env_kwargs={"atari_preset": "eval"})
 
 
 def dqn_config(game: str, stop_value: float | None) -> Dict[str, Any]:

@@ -11,7 +11,7 @@ from rlpipe.envs import EnvManager
 from rlpipe.middleware import evaluate_episodes, load_checkpoint
 from rlpipe.runs import BEST_CHECKPOINT, FINAL_CHECKPOINT, CheckpointError, RunDir
 
-from ._offpolicy import mask_settings
+from ._offpolicy import eval_env_kwargs, mask_settings
 from ._pipeline import make_policy
 from ._registry import get_entry
 
@@ -77,9 +77,9 @@ def run_env(cfg: Any, n_envs: int, seed: int, policy_cls: Any = None) -> Any:
         from ._onpolicy import _multi_agent_manager
 
         return _multi_agent_manager()(cfg.env.id, n_envs=n_envs, seed=seed, mode=cfg.env.mode,
-                                      env_kwargs=dict(cfg.env.env_kwargs) or None)
+                                      env_kwargs=eval_env_kwargs(cfg.env))
     return EnvManager(cfg.env.id, n_envs=n_envs, seed=seed, mode=cfg.env.mode,
-                      env_kwargs=dict(cfg.env.env_kwargs) or None, **mask_settings(cfg.env))
+                      env_kwargs=eval_env_kwargs(cfg.env), **mask_settings(cfg.env))
 
 
 def evaluate_run(target: str, episodes: int = 10, seed: int = 12345) -> Dict[str, Any]:

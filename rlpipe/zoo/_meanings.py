@@ -41,6 +41,8 @@ RUN_MEANINGS: Dict[str, str] = {
     "env.stop_value": "finish when the mean eval return reaches this (None: run the budget)",
     "env.step_timeout": "seconds an env step may take before the env is restarted (async mode)",
     "env.env_kwargs": "keyword arguments for gymnasium.make (or the env factory)",
+    "env.eval_env_kwargs": "the evaluator's env kwargs, over env_kwargs (Atari: "
+                           "{'atari_preset': 'eval'})",
     "env.action_masks": "hand the env's action masks to the policy (False: ignore them)",
     "env.action_mask_fn": "'module:function' giving the action mask from (obs, infos); None: "
                           "the env's info['action_mask'] or obs key 'action_mask'",
@@ -154,7 +156,7 @@ def config_meanings(policy_cls: type, with_imports: bool = False) -> Dict[str, s
     return meanings
 
 
-OPAQUE_KEYS = ("env.env_kwargs",)
+OPAQUE_KEYS = ("env.env_kwargs", "env.eval_env_kwargs")
 """Dicts that are one value (the env's own keyword arguments), not a config section."""
 
 

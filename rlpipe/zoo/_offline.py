@@ -34,7 +34,7 @@ from rlpipe.envs import EnvManager
 from rlpipe.middleware import interaction_evaluator, offline_data_fetcher, trainer
 from rlpipe.middleware.exchange import Exchange
 
-from ._offpolicy import mask_settings
+from ._offpolicy import eval_env_kwargs, mask_settings
 from ._pipeline import Pipeline, closed_on_error, make_policy, run_pipeline
 from ._resume import RunState, resumed_context
 from ._tail import use_run_tail
@@ -51,7 +51,7 @@ RUN_DEFAULTS: Dict[str, Any] = dict(
     init_from_optim=False,
     dataset=dict(id=None),
     env=dict(id=None, eval_n_envs=5, mode="auto", stop_value=None, step_timeout=None,
-             env_kwargs={}, max_restarts=10, restart_window=1000,
+             env_kwargs={}, eval_env_kwargs={}, max_restarts=10, restart_window=1000,
              action_masks=True, action_mask_fn=None),
     logger=dict(tensorboard=True, wandb=False, wandb_project="rlpipe",
                 wandb_mode=None, train_show_freq=100),
@@ -131,7 +131,7 @@ def make_eval_env(cfg: Any, dataset: Any) -> EnvManager:
                                f"recorded without a gymnasium spec): pass --env ID (or --set "
                                f"env.id=ID)")
     env_cfg.id = env_id
-    common = dict(env_kwargs=dict(env_cfg.env_kwargs) or None, max_restarts=env_cfg.max_restarts,
+    common = dict(env_kwargs=eval_env_kwargs(env_cfg), max_restarts=env_cfg.max_restarts,
                   restart_window=env_cfg.restart_window, **mask_settings(env_cfg))
     if task.serves(Role.EVALUATOR):
         env = EnvManager(env_id, n_envs=env_cfg.eval_n_envs, seed=cfg.seed + 10_000,

@@ -36,7 +36,7 @@ RUN_DEFAULTS: Dict[str, Any] = dict(
     # env manager (batched steps; None: the whole run); one more stops the run, naming the env
     # and its last traceback. An env that crashes now and then runs on; a crash loop stops.
     env=dict(id=None, n_envs=8, eval_n_envs=5, mode="auto", stop_value=None, step_timeout=None,
-             env_kwargs={}, max_restarts=10, restart_window=1000,
+             env_kwargs={}, eval_env_kwargs={}, max_restarts=10, restart_window=1000,
              action_masks=True, action_mask_fn=None),
     replay=dict(capacity=100_000, prioritized=False, alpha=0.6, beta=0.4, min_samples=1000,
                 max_updates_per_step=None, save_buffer=True, frames=None, frame_stack=4),
@@ -70,6 +70,13 @@ def mask_settings(env_cfg: Any) -> dict:
                 action_mask_fn=env_cfg.get("action_mask_fn"))
 
 
+def eval_env_kwargs(env_cfg: Any) -> Optional[dict]:
+    """The evaluator's env kwargs: `env.env_kwargs` with `env.eval_env_kwargs` over them (the
+    Atari entries train on the "train" preset and evaluate on "eval"); None when empty. Also
+    what `rlpipe eval` and videos use."""
+    return {**dict(env_cfg.env_kwargs), **dict(env_cfg.get("eval_env_kwargs") or {})} or None
+
+
 def make_envs(cfg: Any, manager: Any = EnvManager) -> tuple:
     """The collector's and the evaluator's env managers (`manager`: the class, e.g.
     MultiAgentEnvManager for a multi-agent policy). In a process of a distributed run that
@@ -84,8 +91,8 @@ def make_envs(cfg: Any, manager: Any = EnvManager) -> tuple:
     collector_env = manager(env_cfg.id, n_envs=env_cfg.n_envs, seed=cfg.seed, **common) \
         if task.serves(Role.COLLECTOR) else manager(env_cfg.id, seed=cfg.seed, **spaces_only)
     try:
-        evaluator_env = manager(env_cfg.id, n_envs=env_cfg.eval_n_envs,
-                                seed=cfg.seed + 10_000, **common) \
+        evaluator_env = manager(env_cfg.id, n_envs=env_cfg.eval_n_envs, seed=cfg.seed + 10_000,
+                                **dict(common, env_kwargs=eval_env_kwargs(env_cfg))) \
             if task.serves(Role.EVALUATOR) else manager(env_cfg.id, **spaces_only)
     except BaseException:
         collector_env.close()

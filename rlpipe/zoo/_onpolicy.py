@@ -32,7 +32,7 @@ RUN_DEFAULTS: Dict[str, Any] = dict(
     # env manager (batched steps; None: the whole run); one more stops the run, naming the env
     # and its last traceback. An env that crashes now and then runs on; a crash loop stops.
     env=dict(id=None, n_envs=8, eval_n_envs=5, mode="auto", stop_value=None, step_timeout=None,
-             env_kwargs={}, max_restarts=10, restart_window=1000,
+             env_kwargs={}, eval_env_kwargs={}, max_restarts=10, restart_window=1000,
              action_masks=True, action_mask_fn=None),
     logger=dict(tensorboard=True, wandb=False, wandb_project="rlpipe",
                 wandb_mode=None),

@@ -23,7 +23,7 @@ from rlpipe.envs._registry import resolve_env
 from rlpipe.middleware import evaluate_episodes, log_run_videos
 
 from ._evaluate import load_run
-from ._offpolicy import mask_settings
+from ._offpolicy import eval_env_kwargs, mask_settings
 from ._pipeline import make_policy
 from ._registry import MissingDependencyError
 
@@ -105,7 +105,7 @@ def watch_run(target: str, episodes: int = 1, seed: int = 12345, video: Optional
     if mode == "rgb_array":  # off-screen: SDL (pygame) needs neither a display nor a sound card
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
         os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
-    source = resolve_env(cfg.env.id, {**dict(cfg.env.env_kwargs), "render_mode": mode})
+    source = resolve_env(cfg.env.id, {**(eval_env_kwargs(cfg.env) or {}), "render_mode": mode})
     _probe(source, mode, label)
     before: List[pathlib.Path] = []
     if video is not None:

@@ -39,9 +39,20 @@ def test_ale_py_frames_take_the_presets_settings():
 
 
 @needs_ale
-def test_ale_py_refuses_the_envpool_only_train_preset():
-    with pytest.raises(ValueError, match=r"only in EnvPool.*rlpipe\[envpool\]"):
-        resolve_env("atari-pong", {"atari_preset": "train"}).make()
+@pytest.mark.parametrize("name", ["eval", "train"])
+def test_ale_py_takes_both_presets(name):
+    from rlpipe.envs._atari_lives import AtariLives
+
+    env = resolve_env("atari-breakout", {"atari_preset": name}).make()
+    try:
+        lives = env
+        while not isinstance(lives, AtariLives):
+            lives = lives.env
+        train = name == "train"
+        assert (lives._episodic, lives._clip) == (train, train)
+        assert lives._fire == env.unwrapped.get_action_meanings().index("FIRE")
+    finally:
+        env.close()
 
 
 def test_noop_start_plays_1_to_noop_max_noops_after_each_reset():
