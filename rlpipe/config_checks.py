@@ -234,3 +234,10 @@ def _check_pairs(cfg: Mapping) -> None:
             f"config keys 'policy.model.log_std_min' ({low!r}) and 'policy.model.log_std_max' "
             f"({high!r}): the minimum must be below the maximum; fix one of them with --set.",
             key="policy.model.log_std_min")
+    replay = cfg.get("replay") or {}
+    need, room = replay.get("min_samples"), replay.get("capacity")
+    if isinstance(need, numbers.Integral) and isinstance(room, numbers.Integral) and need > room:
+        raise ConfigRangeError(
+            f"config keys 'replay.min_samples' ({need}) and 'replay.capacity' ({room}): learning "
+            f"waits for more transitions than the buffer holds, so it never starts; lower "
+            f"replay.min_samples or raise replay.capacity with --set.", key="replay.min_samples")

@@ -148,3 +148,10 @@ def test_range_words():
     assert Range(low=0, high=1, low_open=True).describe() == "a finite number in (0, 1]"
     assert Range(low=1, integer=True, optional=True).describe() == "an int >= 1, or None"
     assert all(isinstance(p, str) and isinstance(r, Range) for p, r in RANGES)
+
+
+def test_a_warm_up_larger_than_the_replay_is_refused():
+    from rlpipe.zoo import get_entry
+
+    with pytest.raises(ConfigRangeError, match="min_samples.*never starts"):
+        get_entry("cartpole-dqn").resolve({}, ["replay.min_samples=20000", "replay.capacity=10000"])

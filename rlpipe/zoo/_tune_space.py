@@ -115,9 +115,7 @@ def _dqn(values: Dict[str, Any], cfg: Any, budget: int) -> Dict[str, Any]:
     fraction = _pick(values, "exploration_fraction")
     if fraction is not None:
         out["policy.other.eps.decay"] = max(1, int(fraction * budget))
-    starts = _pick(values, "learning_starts")
-    if starts is not None:
-        out["policy.collect.random_collect_size"] = out["replay.min_samples"] = int(starts)
+    _warm_up(out, _pick(values, "learning_starts"), cfg, budget)
     freq, subsample = _pick(values, "train_freq"), _pick(values, "subsample_steps")
     subsample = subsample or 1
     if freq is not None:
@@ -161,9 +159,7 @@ def _actor_critic(values: Dict[str, Any], cfg: Any, budget: int) -> Dict[str, An
                       ("buffer_size", "replay.capacity"), ("tau", "policy.learn.tau"),
                       ("noise_std", "policy.collect.noise_scale")):
         _set(out, key, _pick(values, name))
-    starts = _pick(values, "learning_starts")
-    if starts is not None:
-        out["policy.collect.random_collect_size"] = out["replay.min_samples"] = int(starts)
+    _warm_up(out, _pick(values, "learning_starts"), cfg, budget)
     freq = _pick(values, "train_freq")
     if freq is not None:  # one update per env step, as rl-zoo's gradient_steps = train_freq
         out["policy.collect.n_sample"] = out["policy.learn.update_per_collect"] = \
@@ -172,6 +168,16 @@ def _actor_critic(values: Dict[str, Any], cfg: Any, budget: int) -> Dict[str, An
     if net is not None:
         out["policy.model.actor_hidden"] = out["policy.model.critic_hidden"] = net
     return _no_leftovers(out, values, "sac/td3")
+
+
+def _warm_up(out: Dict[str, Any], starts: Optional[int], cfg: Any, budget: int) -> None:
+    """rl-zoo's `learning_starts`, at most half the tuning budget (a trial that never learns
+    scores nothing) and at most the replay capacity (learning would never start)."""
+    if starts is None:
+        return
+    capacity = int(out.get("replay.capacity", cfg.replay.capacity))
+    steps = min(int(starts), budget // 2, capacity)
+    out["policy.collect.random_collect_size"] = out["replay.min_samples"] = steps
 
 
 def _net(name: Optional[str]) -> Optional[tuple]:

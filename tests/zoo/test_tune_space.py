@@ -106,3 +106,12 @@ def test_dotted_keys_in_a_config_file(tmp_path):
     spec = load_train_config(str(path))
     assert spec["algo"] == "ppo" and spec["env"] == "CartPole-v1" and spec["name"] is None
     assert sorted(spec["overrides"]) == ["env.n_envs=4", "policy.learn.lr=0.003"]
+
+
+@pytest.mark.parametrize("algo, entry", [("dqn", "cartpole-dqn"), ("sac", "pendulum-sac")])
+def test_warm_up_stays_within_half_the_budget_and_the_replay(algo, entry):
+    space, base = space_for(algo), get_entry(entry).resolve({})
+    short = space.overrides({"learning_starts": 20_000}, base, budget=3000)
+    assert short["replay.min_samples"] == short["policy.collect.random_collect_size"] == 1500
+    small = space.overrides({"learning_starts": 20_000, "buffer_size": 10_000}, base, 100_000)
+    assert small["replay.min_samples"] == 10_000  # learning could never start above it
