@@ -1,7 +1,9 @@
 """Train one zoo entry for a budget, draw its learning curve with `rlpipe plot`, and print the
 env steps/s it ran at beside the published figure for the entry's full budget (issue #18).
 
-Shared by benchmarks/atari.py and benchmarks/mujoco.py; each gives its table of entries.
+Shared by benchmarks/atari_learning.py and benchmarks/mujoco_learning.py (not atari.py and
+mujoco.py: a script's folder is on sys.path, and benchmarks/mujoco.py shadowed the real
+`mujoco` package in every process that put benchmarks/ there, tests included); each gives its table of entries.
 """
 from __future__ import annotations
 
@@ -19,9 +21,6 @@ import torch
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
-# benchmarks/mujoco.py would shadow the real `mujoco` package: take the script's folder off the
-# path (this module is imported by then) and put the repository on it
-sys.path[:] = [p for p in sys.path if pathlib.Path(p or ".").resolve() != HERE]
 sys.path.insert(0, str(ROOT))
 
 from rlpipe.envs._registry import resolve_env  # noqa: E402

@@ -1,8 +1,8 @@
 """Atari learning curves: train a zoo entry for a budget and put its result beside the published
 figure (issue #18).
 
-    python benchmarks/atari.py --entry pong-ppo --budget 25000      # 100k frames, CPU-sized
-    python benchmarks/atari.py --entry pong-dqn --budget 2500000    # 10M frames: a GPU machine
+    python benchmarks/atari_learning.py --entry pong-ppo --budget 25000      # 100k frames, CPU-sized
+    python benchmarks/atari_learning.py --entry pong-dqn --budget 2500000    # 10M frames: a GPU machine
 
 Budgets are env (agent) steps of 4 frames. Writes the run folder, the learning curve
 (`rlpipe plot`) and a JSON line under benchmarks/results/learning/, and prints env steps/s.

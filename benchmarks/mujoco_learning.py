@@ -1,9 +1,9 @@
 """MuJoCo learning curves: train a zoo entry for a budget and put its result beside the
 published figure (issue #18).
 
-    python benchmarks/mujoco.py --entry hopper-sac --budget 15000 --set replay.min_samples=1000 \
+    python benchmarks/mujoco_learning.py --entry hopper-sac --budget 15000 --set replay.min_samples=1000 \
         --set policy.collect.random_collect_size=1000    # a CPU-sized look
-    python benchmarks/mujoco.py --entry halfcheetah-sac --budget 1000000   # a GPU machine
+    python benchmarks/mujoco_learning.py --entry halfcheetah-sac --budget 1000000   # a GPU machine
 
 Writes the run folder, the learning curve (`rlpipe plot`) and a JSON line under
 benchmarks/results/learning/, and prints env steps/s.
