@@ -93,12 +93,13 @@ def gae_estimator(cfg: Any, policy: Any) -> Callable:
     (from the true final observation) and the rollout's last step. See `rollout_to_batch`.
     A recurrent policy (LSTM-PPO) gets `recurrent_rollout`'s time-ordered ``{"rollout": ...}``.
 
-    Feed-forward values come from the face's acting copy, which it first `refresh()`es from
-    the learner's network: in one process that changes nothing (the collector refreshed it at
-    the start of the iteration and nothing has trained since), but the learner of a
-    distributed run collects nothing, and its acting copy would otherwise keep its initial
-    weights. The recurrent path does not refresh yet: with a refreshed copy, distributed
-    LSTM-PPO's value loss was seen to diverge (docs/recurrent.md, Results; open).
+    Bootstrap values come from the face's acting copy, which it first `refresh()`es from the
+    learner's network: in one process that changes nothing (the collector refreshed it at the
+    start of the iteration and nothing has trained since), but the learner of a distributed
+    run collects nothing, and its acting copy would otherwise keep its initial weights. The
+    rollout's recorded values come from the collector's weights: a distributed on-policy run
+    makes its collectors wait for the learner's newest weights before each rollout
+    (`Exchange(on_policy=True)`), so with one collector both are the same network.
     """
     gamma = float(setting(cfg, "policy.learn.gamma"))
     lam = float(setting(cfg, "policy.learn.gae_lambda"))
@@ -121,6 +122,7 @@ def gae_estimator(cfg: Any, policy: Any) -> Callable:
         @contract(reads=("trajectories",), writes=("train_data",), role=Role.LEARNER)
         def _recurrent_gae_estimator(ctx: OnlineRLContext) -> None:
             steps = ctx.trajectories
+            _refreshed()
             ctx.train_data = (recurrent_rollout(steps, gamma, lam, next_values, reward_scale)
                               if steps else None)
 

@@ -61,7 +61,7 @@ def _collected(policy, env, n_sample):
         return task.ctx.trajectories
 
 
-@pytest.mark.parametrize("name", ["ppo"])  # ppo-lstm: open, see docs/recurrent.md (Results)
+@pytest.mark.parametrize("name", ["ppo", "ppo-lstm"])
 def test_a_learner_that_collects_nothing_bootstraps_with_its_own_newest_critic(name):
     """The learner of a distributed on-policy run never acts, so nothing refreshes its acting
     copy but gae_estimator itself: its values must come from the learner's trained network,
