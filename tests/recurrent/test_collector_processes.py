@@ -95,3 +95,31 @@ def test_a_learner_that_collects_nothing_bootstraps_with_its_own_newest_critic(n
         return data["rollout"].data["advantage"] if "rollout" in data else data["adv"]
 
     np.testing.assert_allclose(estimate(learner), estimate(reference), rtol=1e-5, atol=1e-6)
+
+
+def test_a_collector_process_gives_the_learner_the_batches_one_process_builds():
+    """#15: the same LSTM-PPO run (seeds, weights) in one process and with one collector
+    process: every GAE batch the learner trains on is the same, field by field (actions and
+    log-probs from the weights the learner trained last, recorded states and `first` flags,
+    values, bootstrap values, advantages, returns). Before the fix, the collector acted ahead
+    on old weights and the learner bootstrapped with its initial critic."""
+    iterations, seed = 4, 3
+    alone = collector_mains.lstm_ppo_batches(iterations, seed)
+    # spawn: a child forked from a process whose torch thread pool has run can hang in torch
+    distributed = parallel.launch(collector_mains.lstm_ppo_batches, collectors=1, backend="local",
+                                  args=(iterations, seed), start_method="spawn")
+    assert len(alone) == len(distributed) == iterations
+    for i, (one, two) in enumerate(zip(alone, distributed)):
+        assert sorted(one) == sorted(two), i
+        for key in sorted(one):
+            _assert_tree_close(one[key], two[key], f"batch {i}, {key}")
+
+
+def _assert_tree_close(a, b, where):
+    if isinstance(a, dict):
+        assert sorted(a) == sorted(b), where
+        for k in a:
+            _assert_tree_close(a[k], b[k], f"{where}.{k}")
+        return
+    np.testing.assert_allclose(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64),
+                               rtol=1e-5, atol=1e-5, err_msg=where)
