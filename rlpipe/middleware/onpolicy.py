@@ -67,19 +67,29 @@ def rollout_to_batch(steps: List[Dict[str, Any]], gamma: float, lam: float,
 
 def recurrent_rollout(steps: List[Dict[str, Any]], gamma: float, lam: float,
                       next_values: Callable[[Dict[str, Any]], Any],
-                      reward_scale: float = 1.0) -> Dict[str, Any]:
+                      reward_scale: float = 1.0,
+                      rollout_values: Optional[Callable[[Dict[str, Any]], Any]] = None
+                      ) -> Dict[str, Any]:
     """GAE for a recurrent policy, the rollout kept in time order: ``{"rollout": store}``, a
     computed `RolloutStorage` that the policy cuts into sequence minibatches. The value of each
     step's next observation is `next_values(rollout) -> [T, N]` (V from the state the episode
     carried after that step; the policy's collect face has it), so no V(obs) without state is
-    ever asked for."""
+    ever asked for. `rollout_values(rollout) -> [T, N]` (optional): the steps' values from
+    the same critic, replacing the recorded ones (which an older collector's critic gave)."""
     store = RolloutStorage.from_steps(steps, reward_scale)
+    shape = (len(steps), store.n_envs)
     values = np.asarray(next_values(store.data), dtype=np.float32)
-    if values.shape != (len(steps), store.n_envs):
+    if values.shape != shape:
         raise ValueError(f"gae_estimator: next_values returned shape {values.shape}, expected "
-                         f"[T, N] = {(len(steps), store.n_envs)}")
-    store = RolloutStorage.from_steps([dict(step, next_value=v) for step, v in zip(steps, values)],
-                                      reward_scale)
+                         f"[T, N] = {shape}")
+    now = (np.asarray(rollout_values(store.data), dtype=np.float32)
+           if rollout_values is not None else None)
+    if now is not None and now.shape != shape:
+        raise ValueError(f"gae_estimator: rollout_values returned shape {now.shape}, expected "
+                         f"[T, N] = {shape}")
+    store = RolloutStorage.from_steps(
+        [dict(step, next_value=v, **({} if now is None else {"value": now[t]}))
+         for t, (step, v) in enumerate(zip(steps, values))], reward_scale)
     store.compute(gamma, lam)
     return {"rollout": store}
 
@@ -123,7 +133,8 @@ def gae_estimator(cfg: Any, policy: Any) -> Callable:
         def _recurrent_gae_estimator(ctx: OnlineRLContext) -> None:
             steps = ctx.trajectories
             _refreshed()
-            ctx.train_data = (recurrent_rollout(steps, gamma, lam, next_values, reward_scale)
+            ctx.train_data = (recurrent_rollout(steps, gamma, lam, next_values, reward_scale,
+                                                getattr(policy, "rollout_values", None))
                               if steps else None)
 
         return _recurrent_gae_estimator

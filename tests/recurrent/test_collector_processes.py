@@ -123,3 +123,32 @@ def _assert_tree_close(a, b, where):
         return
     np.testing.assert_allclose(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64),
                                rtol=1e-5, atol=1e-5, err_msg=where)
+
+
+def test_recurrent_gae_takes_values_and_bootstraps_from_the_same_critic():
+    """A rollout acted with older weights (one of several collector processes): its recorded
+    values are replaced by the learner's critic's, the one GAE bootstraps with."""
+    import torch
+
+    from rlpipe.contexts import OnlineRLContext
+    from rlpipe.envs import EnvManager
+    from rlpipe.middleware import gae_estimator
+    from rlpipe.policies import get_policy
+
+    env = EnvManager("rlpipe/CartPoleNoVel-v1", n_envs=2, seed=0, mode="sync")
+    learner = get_policy("ppo-lstm")({"seed": 0}, env.observation_space, env.action_space)
+    steps = _collected(learner, env, 16)  # recorded with the initial critic
+    env.close()
+    with torch.no_grad():
+        for p in learner.model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    ctx = OnlineRLContext()
+    ctx.trajectories = steps
+    gae_estimator({"policy": {"learn": dict(learner.cfg.learn)}}, learner.collect_mode)(ctx)
+    store = ctx.train_data["rollout"]
+    recorded = np.stack([s["value"] for s in steps])
+    newest = learner.collect_mode.rollout_values(store.data)
+    assert not np.allclose(recorded, newest, atol=1e-3)
+    np.testing.assert_allclose(store.data["value"], newest, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(store.data["return"] - store.data["advantage"], newest,
+                               rtol=1e-5, atol=1e-5)
