@@ -109,7 +109,10 @@ def gae_estimator(cfg: Any, policy: Any) -> Callable:
     run collects nothing, and its acting copy would otherwise keep its initial weights. The
     rollout's recorded values come from the collector's weights: a distributed on-policy run
     makes its collectors wait for the learner's newest weights before each rollout
-    (`Exchange(on_policy=True)`), so with one collector both are the same network.
+    (`Exchange(on_policy=True)`), so with one collector both are the same network. The
+    recurrent path also re-runs the steps' values with that critic (the face's
+    `rollout_values`, when it has one), so that values and bootstraps agree when the rollout
+    came from an older collector.
     """
     gamma = float(setting(cfg, "policy.learn.gamma"))
     lam = float(setting(cfg, "policy.learn.gae_lambda"))
