@@ -4,7 +4,9 @@
 middleware for that process's role, `receive` (use it first in the chain) and `send` (use it
 after the learner):
 
-- collector: `receive` takes the newest weights, the run's env-step count and the finish flag;
+- collector: `receive` takes the newest weights, the run's env-step count and the finish flag
+  (`on_policy=True`: it first waits for weights newer than those it acted with last, so that
+  every rollout comes from the weights the learner trained last and no two from the same);
   `send` queues this iteration's `ctx.trajectories` for the learner, with the weight version it
   acted with, its env-step and episode counts and its name (`collect/samples_from/<name>`);
 - learner: `receive` waits for the next collector batch (`batches_per_iter`), sets
@@ -113,14 +115,17 @@ class _Shared:
 @contract(reads=("env_step", "env_episode"), writes=("env_step",), role=Role.COLLECTOR,
           finishes=True)
 class ReceiveWeights:
-    """Collector, first in the chain: newest weights, the run's env-step count, finish."""
+    """Collector, first in the chain: newest weights, the run's env-step count, finish.
+    `on_policy`: wait for weights newer than the ones it acted with (else only for the first)."""
 
-    def __init__(self, shared: _Shared) -> None:
+    def __init__(self, shared: _Shared, on_policy: bool = False) -> None:
         self.s = shared
+        self.on_policy = on_policy
 
     def __call__(self, ctx: OnlineRLContext) -> None:
         s = self.s
-        update = s.link.poll(WEIGHTS, s.version, None if s.version == 0 else 0.0)
+        wait = s.version == 0 or self.on_policy
+        update = s.link.poll(WEIGHTS, s.version, None if wait else 0.0)
         s.take(update)
         ctx.env_step = max(ctx.env_step, int(update.counters.get("env_step", 0)))
         s.start_step, s.start_episode = ctx.env_step, ctx.env_episode
@@ -295,7 +300,12 @@ class Exchange:
     takes per iteration (default `cfg.parallel.batches_per_iter`, else 1: each learner
     iteration trains on one collector iteration's data, as a single process does; 0 takes all
     that are queued). `modules`: the policy's torch modules to ship (default: all but the
-    acting copy and target networks). `env_steps=False`: a run without env steps or
+    acting copy and target networks). `on_policy=True` (PPO and other on-policy learners): a
+    collector waits, before each rollout, for weights newer than those it acted with, i.e. for
+    the learner's update on its previous rollout (with N collectors a rollout is then at most
+    N - 1 versions old; without it a collector runs ahead on old weights, and GAE mixes their
+    values with the learner's); the learner must publish after every update (`publish_every`
+    1), or the collectors would wait forever. `env_steps=False`: a run without env steps or
     collectors (offline, `OfflineRLContext`): the learner's `receive` only publishes the first
     weights and takes the evaluator process's evaluations (`remote_eval.TakeEvaluations`).
     """
@@ -304,7 +314,8 @@ class Exchange:
                  compressor: Optional[Callable[[Any], Any]] = None,
                  decompressor: Optional[Callable[[Any], Any]] = None,
                  publish_every: Optional[int] = None, batches_per_iter: Optional[int] = None,
-                 modules: Optional[Iterable[str]] = None, env_steps: bool = True) -> None:
+                 modules: Optional[Iterable[str]] = None, env_steps: bool = True,
+                 on_policy: bool = False) -> None:
         link = link if link is not None else parallel.link()
         if link is None:
             raise RuntimeError("Exchange connects the processes of a distributed run, and this "
@@ -321,6 +332,11 @@ class Exchange:
         if int(batches_per_iter) < 0:
             raise ValueError(f"batches_per_iter must be >= 1, or 0 to take all queued batches; "
                              f"got {batches_per_iter}")
+        if on_policy and int(publish_every) != 1:
+            raise ValueError(f"Exchange(on_policy=True, publish_every={publish_every}): on-policy "
+                             f"collectors wait for the weights trained on their previous rollout, "
+                             f"so the learner must publish after every update; leave "
+                             f"parallel.publish_every at None or 1")
         self.link = link
         shared = _Shared(link, policy, modules)
         self.receive: Callable[[Any], Any]
@@ -332,7 +348,8 @@ class Exchange:
                              f"{'an' if link.evaluator else 'no'} evaluator: launch it with "
                              f"collectors=0, evaluator=True")
         if link.role is Role.COLLECTOR:
-            self.receive, self.send = ReceiveWeights(shared), SendTrajectories(shared, compressor)
+            self.receive = ReceiveWeights(shared, on_policy)
+            self.send = SendTrajectories(shared, compressor)
         elif link.role is Role.LEARNER:
             publish = PublishWeights(shared, int(publish_every))
             self.receive = (ReceiveTrajectories(shared, publish, decompressor,

@@ -67,19 +67,29 @@ def rollout_to_batch(steps: List[Dict[str, Any]], gamma: float, lam: float,
 
 def recurrent_rollout(steps: List[Dict[str, Any]], gamma: float, lam: float,
                       next_values: Callable[[Dict[str, Any]], Any],
-                      reward_scale: float = 1.0) -> Dict[str, Any]:
+                      reward_scale: float = 1.0,
+                      rollout_values: Optional[Callable[[Dict[str, Any]], Any]] = None
+                      ) -> Dict[str, Any]:
     """GAE for a recurrent policy, the rollout kept in time order: ``{"rollout": store}``, a
     computed `RolloutStorage` that the policy cuts into sequence minibatches. The value of each
     step's next observation is `next_values(rollout) -> [T, N]` (V from the state the episode
     carried after that step; the policy's collect face has it), so no V(obs) without state is
-    ever asked for."""
+    ever asked for. `rollout_values(rollout) -> [T, N]` (optional): the steps' values from
+    the same critic, replacing the recorded ones (which an older collector's critic gave)."""
     store = RolloutStorage.from_steps(steps, reward_scale)
+    shape = (len(steps), store.n_envs)
     values = np.asarray(next_values(store.data), dtype=np.float32)
-    if values.shape != (len(steps), store.n_envs):
+    if values.shape != shape:
         raise ValueError(f"gae_estimator: next_values returned shape {values.shape}, expected "
-                         f"[T, N] = {(len(steps), store.n_envs)}")
-    store = RolloutStorage.from_steps([dict(step, next_value=v) for step, v in zip(steps, values)],
-                                      reward_scale)
+                         f"[T, N] = {shape}")
+    now = (np.asarray(rollout_values(store.data), dtype=np.float32)
+           if rollout_values is not None else None)
+    if now is not None and now.shape != shape:
+        raise ValueError(f"gae_estimator: rollout_values returned shape {now.shape}, expected "
+                         f"[T, N] = {shape}")
+    store = RolloutStorage.from_steps(
+        [dict(step, next_value=v, **({} if now is None else {"value": now[t]}))
+         for t, (step, v) in enumerate(zip(steps, values))], reward_scale)
     store.compute(gamma, lam)
     return {"rollout": store}
 
@@ -93,12 +103,16 @@ def gae_estimator(cfg: Any, policy: Any) -> Callable:
     (from the true final observation) and the rollout's last step. See `rollout_to_batch`.
     A recurrent policy (LSTM-PPO) gets `recurrent_rollout`'s time-ordered ``{"rollout": ...}``.
 
-    Feed-forward values come from the face's acting copy, which it first `refresh()`es from
-    the learner's network: in one process that changes nothing (the collector refreshed it at
-    the start of the iteration and nothing has trained since), but the learner of a
-    distributed run collects nothing, and its acting copy would otherwise keep its initial
-    weights. The recurrent path does not refresh yet: with a refreshed copy, distributed
-    LSTM-PPO's value loss was seen to diverge (docs/recurrent.md, Results; open).
+    Bootstrap values come from the face's acting copy, which it first `refresh()`es from the
+    learner's network: in one process that changes nothing (the collector refreshed it at the
+    start of the iteration and nothing has trained since), but the learner of a distributed
+    run collects nothing, and its acting copy would otherwise keep its initial weights. The
+    rollout's recorded values come from the collector's weights: a distributed on-policy run
+    makes its collectors wait for the learner's newest weights before each rollout
+    (`Exchange(on_policy=True)`), so with one collector both are the same network. The
+    recurrent path also re-runs the steps' values with that critic (the face's
+    `rollout_values`, when it has one), so that values and bootstraps agree when the rollout
+    came from an older collector.
     """
     gamma = float(setting(cfg, "policy.learn.gamma"))
     lam = float(setting(cfg, "policy.learn.gae_lambda"))
@@ -121,7 +135,9 @@ def gae_estimator(cfg: Any, policy: Any) -> Callable:
         @contract(reads=("trajectories",), writes=("train_data",), role=Role.LEARNER)
         def _recurrent_gae_estimator(ctx: OnlineRLContext) -> None:
             steps = ctx.trajectories
-            ctx.train_data = (recurrent_rollout(steps, gamma, lam, next_values, reward_scale)
+            _refreshed()
+            ctx.train_data = (recurrent_rollout(steps, gamma, lam, next_values, reward_scale,
+                                                getattr(policy, "rollout_values", None))
                               if steps else None)
 
         return _recurrent_gae_estimator

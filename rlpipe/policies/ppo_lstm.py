@@ -37,13 +37,15 @@ __all__ = ["PPOLSTMPolicy"]
 
 
 class _LSTMCollectFace(_PPOCollectFace):
-    """PPO's collect face plus `next_values(rollout)` (gae_estimator's recurrent bootstrap)."""
+    """PPO's collect face plus `next_values(rollout)` and `rollout_values(rollout)`
+    (gae_estimator's recurrent bootstrap and values, from one critic)."""
 
-    __slots__ = ("next_values",)
+    __slots__ = ("next_values", "rollout_values")
 
     def __init__(self, policy: "PPOLSTMPolicy") -> None:
         super().__init__(policy)
         self.next_values = policy.next_values
+        self.rollout_values = policy.rollout_values
 
 
 class PPOLSTMPolicy(PPOPolicy):
@@ -149,6 +151,18 @@ class PPOLSTMPolicy(PPOPolicy):
             nxt = _merge_rows(_swap(obs_as_tensor(rollout["next_obs"], dev)))
             values = self.acting.value_from(nxt, {k: v.reshape(N * T, -1) for k, v in after.items()})
         return values.reshape(N, T).T.cpu().numpy().astype(np.float32)
+
+    def rollout_values(self, rollout: Mapping[str, Any]) -> np.ndarray:
+        """V(obs[t] | state before step t), float32 [T, N], re-run with the acting copy from the
+        rollout's recorded start state: the values a collector recorded, but from the critic
+        that `next_values` bootstraps with (they differ when the rollout was acted with older
+        weights, e.g. by one of several collector processes)."""
+        dev = self.collect_device
+        with self._lock, torch.inference_mode():
+            obs = _swap(obs_as_tensor(rollout["obs"], dev))
+            first = torch.as_tensor(np.asarray(rollout["first"], bool), device=dev).T
+            _, values, _ = self.acting(obs, _to_torch_state(_row(rollout["state"], 0), dev), first)
+        return values.T.cpu().numpy().astype(np.float32)
 
     # --- learning ---------------------------------------------------------------------------------
     def _forward_learn(self, batch: Mapping[str, Any]) -> Dict[str, Any]:

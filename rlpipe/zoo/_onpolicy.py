@@ -100,12 +100,15 @@ def build_onpolicy(cfg: Any, policy_cls: Any) -> Pipeline:
 
 def _exchange(cfg: Any, policy: Any, link: Any) -> Exchange:
     """The exchange of a distributed on-policy run: one collector rollout per learner iteration
-    (GAE needs a rollout in time order), weights published after every update."""
+    (GAE needs a rollout in time order), weights published after every update, and each
+    collector waits for them before its next rollout (on-policy data: no rollout acted with
+    weights older than needed)."""
     if int(cfg.parallel.batches_per_iter) != 1:
         raise ValueError(f"parallel.batches_per_iter={cfg.parallel.batches_per_iter}: an "
                          f"on-policy learner trains on one collector rollout per iteration "
                          f"(GAE runs along its time axis); leave it at 1")
-    return Exchange(cfg, policy, link, publish_every=cfg.parallel.publish_every or 1)
+    return Exchange(cfg, policy, link, publish_every=cfg.parallel.publish_every or 1,
+                    on_policy=True)
 
 
 def _agents_context(env: Any) -> Any:

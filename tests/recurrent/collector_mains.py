@@ -54,3 +54,46 @@ def _copy(value):
     if isinstance(value, dict):
         return {k: _copy(v) for k, v in value.items()}
     return np.array(value, copy=True)
+
+
+LSTM_PPO = dict(seed=0, model=dict(core_size=16, hidden=(16,), obs_norm=True),
+                learn=dict(lr=3e-3, epoch_per_collect=2, batch_size=32, chunk_len=8),
+                collect=dict(n_sample=32))
+
+
+def lstm_ppo_batches(iterations: int, seed: int) -> list:
+    """LSTM-PPO on CartPoleNoVel (2 envs seeded `seed`, policy seed 0): the learner's GAE
+    batches (its rollout storage's arrays, copied) of `iterations` iterations, the weights
+    trained between them. In one process (no link) it collects itself; in a distributed run
+    the collector process acts and the learner (which returns the batches) trains, with the
+    zoo's on-policy exchange. Collectors return None."""
+    from rlpipe.middleware import gae_estimator, multistep_trainer
+    from rlpipe.policies import PPOLSTMPolicy
+    from rlpipe.zoo._onpolicy import _exchange, resolve_config
+
+    link = parallel.link()
+    cfg = resolve_config(PPOLSTMPolicy, dict(policy=LSTM_PPO))
+    env = EnvManager("rlpipe/CartPoleNoVel-v1", n_envs=2, seed=seed, mode="sync")
+    policy = PPOLSTMPolicy(cfg.policy, env.observation_space, env.action_space)
+    exchange = _exchange(cfg, policy, link) if link is not None else None
+    batches: list = []
+
+    @contract(reads=("train_data",), writes=(), role=Role.LEARNER)
+    def keep(ctx: OnlineRLContext) -> None:
+        batches.append(_copy(dict(ctx.train_data["rollout"].data)))
+
+    learner = link is None or link.role is Role.LEARNER
+    try:
+        with task.start(ctx=OnlineRLContext()):
+            if exchange is not None:
+                task.use(exchange.receive)
+            task.use(StepCollector(cfg, policy.collect_mode, env))
+            task.use(gae_estimator(cfg, policy.collect_mode))
+            task.use(keep)
+            task.use(multistep_trainer(cfg, policy.learn_mode))
+            if exchange is not None:
+                task.use(exchange.send)
+            task.run(max_step=iterations if learner else 10**9)
+    finally:
+        env.close()
+    return batches if learner else None

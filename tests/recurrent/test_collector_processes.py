@@ -61,7 +61,7 @@ def _collected(policy, env, n_sample):
         return task.ctx.trajectories
 
 
-@pytest.mark.parametrize("name", ["ppo"])  # ppo-lstm: open, see docs/recurrent.md (Results)
+@pytest.mark.parametrize("name", ["ppo", "ppo-lstm"])
 def test_a_learner_that_collects_nothing_bootstraps_with_its_own_newest_critic(name):
     """The learner of a distributed on-policy run never acts, so nothing refreshes its acting
     copy but gae_estimator itself: its values must come from the learner's trained network,
@@ -95,3 +95,60 @@ def test_a_learner_that_collects_nothing_bootstraps_with_its_own_newest_critic(n
         return data["rollout"].data["advantage"] if "rollout" in data else data["adv"]
 
     np.testing.assert_allclose(estimate(learner), estimate(reference), rtol=1e-5, atol=1e-6)
+
+
+def test_a_collector_process_gives_the_learner_the_batches_one_process_builds():
+    """#15: the same LSTM-PPO run (seeds, weights) in one process and with one collector
+    process: every GAE batch the learner trains on is the same, field by field (actions and
+    log-probs from the weights the learner trained last, recorded states and `first` flags,
+    values, bootstrap values, advantages, returns). Before the fix, the collector acted ahead
+    on old weights and the learner bootstrapped with its initial critic."""
+    iterations, seed = 4, 3
+    alone = collector_mains.lstm_ppo_batches(iterations, seed)
+    # spawn: a child forked from a process whose torch thread pool has run can hang in torch
+    distributed = parallel.launch(collector_mains.lstm_ppo_batches, collectors=1, backend="local",
+                                  args=(iterations, seed), start_method="spawn")
+    assert len(alone) == len(distributed) == iterations
+    for i, (one, two) in enumerate(zip(alone, distributed)):
+        assert sorted(one) == sorted(two), i
+        for key in sorted(one):
+            _assert_tree_close(one[key], two[key], f"batch {i}, {key}")
+
+
+def _assert_tree_close(a, b, where):
+    if isinstance(a, dict):
+        assert sorted(a) == sorted(b), where
+        for k in a:
+            _assert_tree_close(a[k], b[k], f"{where}.{k}")
+        return
+    np.testing.assert_allclose(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64),
+                               rtol=1e-5, atol=1e-5, err_msg=where)
+
+
+def test_recurrent_gae_takes_values_and_bootstraps_from_the_same_critic():
+    """A rollout acted with older weights (one of several collector processes): its recorded
+    values are replaced by the learner's critic's, the one GAE bootstraps with."""
+    import torch
+
+    from rlpipe.contexts import OnlineRLContext
+    from rlpipe.envs import EnvManager
+    from rlpipe.middleware import gae_estimator
+    from rlpipe.policies import get_policy
+
+    env = EnvManager("rlpipe/CartPoleNoVel-v1", n_envs=2, seed=0, mode="sync")
+    learner = get_policy("ppo-lstm")({"seed": 0}, env.observation_space, env.action_space)
+    steps = _collected(learner, env, 16)  # recorded with the initial critic
+    env.close()
+    with torch.no_grad():
+        for p in learner.model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    ctx = OnlineRLContext()
+    ctx.trajectories = steps
+    gae_estimator({"policy": {"learn": dict(learner.cfg.learn)}}, learner.collect_mode)(ctx)
+    store = ctx.train_data["rollout"]
+    recorded = np.stack([s["value"] for s in steps])
+    newest = learner.collect_mode.rollout_values(store.data)
+    assert not np.allclose(recorded, newest, atol=1e-3)
+    np.testing.assert_allclose(store.data["value"], newest, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(store.data["return"] - store.data["advantage"], newest,
+                               rtol=1e-5, atol=1e-5)
