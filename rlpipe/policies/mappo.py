@@ -1,14 +1,13 @@
 """MAPPO and IPPO: PPO's clipped objective over (env, agent) rows (Yu et al. 2022, "The Surprising
 Effectiveness of PPO in Cooperative Multi-Agent Games"; de Witt et al. 2020 for IPPO).
 
-The agents share one actor (an agent-id one-hot joins the observation) unless share_params is off.
+One actor for all agents (an agent-id one-hot joins the observation) unless share_params is off;
 MAPPO's critic reads the global state (or, without one, all agents' observations), IPPO's the own.
 
 collect (acting copy), per env row b and agent i:  a ~ π_old(·|o_i),  logp = log π_old(a|o_i),
   value = V_old(critic input of i)  → "action" [n, A, ...], "logp" [n, A], "value" [n, A].
 gae_estimator gives, per (env, agent) row, adv = GAE(γ, λ) and return = adv + value; rows of
 absent agents (agent_mask False) carry nothing.
-
 learn, per rollout: `epoch_per_collect` passes over `n_minibatches` shuffled minibatches of env
 rows; with w = agent_mask (absent agents weigh 0 in every mean, and in the advantage statistics):
   ratio  = exp(log π(a|o) − logp),  A = adv (normalised over the present rows when adv_norm)
