@@ -348,14 +348,25 @@ def table(opened: Any, top: int = 10) -> str:
         elif t.state == TrialState.FAIL:
             rows.append((2, 0.0, t, "-"))
     rows.sort(key=lambda r: (r[0], r[1]))
-    lines = [f"{'trial':>5}  {'state':8}  {'return':>9}  {'evals':>5}  values"]
+    lines = [f"{'trial':>5}  {'state':8}  {'return':>9}  {'evals':>5}  config (as trained)"]
     for _, _, t, shown in rows[:top]:
-        values = ", ".join(f"{k}={_short(v)}" for k, v in sorted(t.params.items()))
+        values = ", ".join(f"{k}={_short(v)}" for k, v in sorted(_applied(t).items()))
         state = t.state.name.lower() if "error" in t.user_attrs or t.state != TrialState.FAIL \
             else "stopped"
         lines.append(f"{t.number:>5}  {state:8}  {shown:>9}  "
                      f"{len(t.intermediate_values):>5}  {values}")
     return "\n".join(lines)
+
+
+def _applied(trial: Any) -> Dict[str, Any]:
+    """The config keys a trial trained with (``policy.`` left off), as `best.yaml` gets them:
+    a sampled value can be converted or capped on the way (rl-zoo's train_freq becomes n_sample
+    and update_per_collect, learning_starts is capped at half the budget); the sampled values
+    themselves where the trial never reached training."""
+    config = trial.user_attrs.get("config")
+    if not config:
+        return dict(trial.params)
+    return {k[len("policy."):] if k.startswith("policy.") else k: v for k, v in config.items()}
 
 
 def _short(value: Any) -> str:
