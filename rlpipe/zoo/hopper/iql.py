@@ -23,7 +23,7 @@ config: Dict[str, Any] = dict(
     env=dict(id="Hopper-v5", eval_n_envs=5, stop_value=None),
     policy=dict(
         learn=dict(batch_size=256, expectile=0.7, beta=3.0, max_weight=100.0,
-                   actor_lr_cosine_steps=1_000_000),
+                   actor_lr_cosine_steps=1_000_000, reward_norm="return_range"),
         eval=dict(evaluator=dict(eval_freq=5000, n_episode=10)),
     ),
 )

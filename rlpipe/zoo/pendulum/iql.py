@@ -27,7 +27,8 @@ config: Dict[str, Any] = dict(
     policy=dict(
         model=dict(actor_hidden=(64, 64), critic_hidden=(64, 64), value_hidden=(64, 64)),
         learn=dict(batch_size=128, actor_lr=1e-3, critic_lr=1e-3, value_lr=1e-3, tau=0.005,
-                   expectile=0.7, beta=3.0, max_weight=100.0, actor_lr_cosine_steps=8000),
+                   expectile=0.7, beta=3.0, max_weight=100.0, actor_lr_cosine_steps=8000,
+                   reward_norm="return_range"),
         eval=dict(evaluator=dict(eval_freq=2000, n_episode=10)),
     ),
 )
