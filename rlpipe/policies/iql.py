@@ -49,7 +49,7 @@ from ._twin_critic import TwinCriticPolicy
 __all__ = ["IQLPolicy"]
 
 _ACTORS = ("gaussian", "deterministic")
-_REWARD_NORMS = (None, "return_range")
+_REWARD_NORMS = ("none", "return_range")
 
 
 def expectile_loss(u: torch.Tensor, expectile: float) -> torch.Tensor:
@@ -97,7 +97,7 @@ class IQLPolicy(TwinCriticPolicy):
                 beta=3.0,            # inverse temperature of the advantage weights exp(β·A)
                 max_weight=100.0,    # the advantage weights are clipped at this
                 actor_lr_cosine_steps=None,  # cosine decay of the actor lr to 0 over N steps
-                reward_norm=None,    # "return_range": rewards × 1000/(max − min episode return)
+                reward_norm="none",  # "return_range": rewards × 1000/(max − min episode return)
                 grad_clip=None,      # max global grad norm per network (None: no clipping)
             ),
             collect=dict(
@@ -117,7 +117,8 @@ class IQLPolicy(TwinCriticPolicy):
         self._value_params = list(self.value.parameters())
         self.value_optimizer = adam(self._value_params, c.learn.value_lr, self.device)
         self._critic_target_params = list(self.critic_target.parameters())
-        self.reward_scale: float | None = None if c.learn.reward_norm else 1.0  # c above
+        # c above; with "return_range", unknown until set_return_range
+        self.reward_scale: float | None = None if c.learn.reward_norm == "return_range" else 1.0
         self._last_stats = dict(value_loss=0.0, v_mean=0.0, actor_loss=0.0, adv_mean=0.0,
                                 weight_mean=0.0)
 
@@ -157,7 +158,7 @@ class IQLPolicy(TwinCriticPolicy):
         if not (math.isfinite(low) and math.isfinite(high) and high > low):
             raise ValueError(f"IQLPolicy.set_return_range: reward_norm='return_range' needs "
                              f"episode returns that differ, got min {low} and max {high}; set "
-                             f"policy.learn.reward_norm=None for this data set.")
+                             f"policy.learn.reward_norm=none for this data set.")
         self.reward_scale = 1000.0 / (high - low)
 
     @property

@@ -1,7 +1,8 @@
 """IQL on MuJoCo Hopper-v5 from data set hopper/medium-v0 (a config and a smoke test only).
 
 The paper's D4RL locomotion settings (Kostrikov et al. 2021): 256-256 MLPs, Adam 3e-4, batch
-256, expectile 0.7, β = 3, weights clipped at 100, cosine actor lr over 1M updates (hours here).
+256, expectile 0.7, β = 3, weights clipped at 100, cosine actor lr over 1M updates (hours here),
+rewards × 1000 / (max − min episode return of the data set).
 Needs the [mujoco] extra. Train on another data set with `--set dataset.id=ID`. The default data
 set (D4RL-style medium) is made by:
 """

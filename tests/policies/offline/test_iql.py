@@ -127,7 +127,7 @@ def test_truncation_bootstraps_and_termination_does_not():
 
 def test_reward_norm_scales_rewards_by_1000_over_the_return_range():
     plain, scaled = make(), make({"learn": {"reward_norm": "return_range"}})
-    plain.set_return_range(-300.0, -100.0)  # no reward_norm: nothing changes
+    plain.set_return_range(-300.0, -100.0)  # reward_norm "none": nothing changes
     assert plain.reward_scale == 1.0
     with pytest.raises(RuntimeError, match=r"set_return_range\(min, max\)"):
         scaled.learn_mode.forward(box_batch())
