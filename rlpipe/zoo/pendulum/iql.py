@@ -3,13 +3,13 @@
 IQL with the paper's settings (Kostrikov et al. 2021: expectile 0.7, β = 3, weights clipped at
 100, target Polyak 0.005, cosine actor lr, rewards × 1000 / (max − min episode return)) on the
 networks of rlpipe's own pendulum-sac, which made the data, as pendulum-td3bc and pendulum-cql
-use: 64-64 MLPs, Adam 1e-3, batch 128. On the tests' noisy-expert data (3 000 transitions) it
-reaches about −130 in 2 000 updates. On this medium-replay data it does not learn to balance
-(−1142 to −1306 on 5 seeds): advantage-weighted regression on the data's own actions tops out
-at about −815 even with oracle advantages, because the data's actions near upright are not the
-ones balancing needs (benchmarks/offline_iql_diagnosis.py, docs/offline.md "Results").
-8 000 updates. Train on another data set with `--set dataset.id=ID`. The default data set is
-made by:
+use: 64-64 MLPs, Adam 1e-3, batch 128. On the tests' noisy-expert data (3 000 transitions,
+behaviour −185) it reaches −212 in 2 000 updates. On this medium-replay data it does not learn
+to balance (−1142 to −1306 on 5 seeds): advantage-weighted regression on the data's own
+actions tops out at about −815 even with oracle advantages, because the data's actions near
+upright are not the ones balancing needs (benchmarks/offline_iql_diagnosis.py,
+docs/offline.md "Results"). 8 000 updates. Train on another data set with
+`--set dataset.id=ID`. The default data set is made by:
 """
 from typing import Any, Dict
 
