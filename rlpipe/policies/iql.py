@@ -15,12 +15,16 @@ Networks:
 One learn step on a batch (obs, action, reward, next_obs, terminated), in the paper's order:
   Q̂(s, a) = min_i Q_target_i(s, a)
   value loss  = mean L2^τ(Q̂(s, a) − V(s)),   L2^τ(u) = |τ − 1(u < 0)| · u²     (expectile τ)
-  critic loss = Σ_i mean (Q_i(s, a) − y)²,   y = r + discount · V(s')          (V just updated)
+  critic loss = Σ_i mean (Q_i(s, a) − y)²,   y = c·r + discount · V(s')        (V just updated)
       discount = batch["discount"] (n-step) or gamma · (1 − terminated) — truncation bootstraps
   actor loss  = −mean w · log π(a|s)  (Gaussian)  or  mean w · ‖μ(s) − a‖²  (deterministic),
       w = min(exp(β · (Q̂(s, a) − V(s))), max_weight)                              (AWR)
   critic_target ← Polyak(critic, tau).
 The actor's learning rate may follow a cosine decay to 0 over `learn.actor_lr_cosine_steps`.
+Rewards are scaled by c = 1 or, with `learn.reward_norm="return_range"`, the paper's Gym-MuJoCo
+convention c = 1000 / (max − min episode return of the data set), which the offline pipeline
+passes in through `set_return_range` (c is part of the state, so a resumed or fine-tuned run
+keeps it).
 Collecting (online fine-tuning) samples the Gaussian, or adds N(0, noise_scale) to μ(s).
 Discrete actions are not implemented (use BC, or CQL for discrete data).
 """
@@ -45,6 +49,7 @@ from ._twin_critic import TwinCriticPolicy
 __all__ = ["IQLPolicy"]
 
 _ACTORS = ("gaussian", "deterministic")
+_REWARD_NORMS = ("none", "return_range")
 
 
 def expectile_loss(u: torch.Tensor, expectile: float) -> torch.Tensor:
@@ -92,6 +97,7 @@ class IQLPolicy(TwinCriticPolicy):
                 beta=3.0,            # inverse temperature of the advantage weights exp(β·A)
                 max_weight=100.0,    # the advantage weights are clipped at this
                 actor_lr_cosine_steps=None,  # cosine decay of the actor lr to 0 over N steps
+                reward_norm="none",  # "return_range": rewards × 1000/(max − min episode return)
                 grad_clip=None,      # max global grad norm per network (None: no clipping)
             ),
             collect=dict(
@@ -111,6 +117,8 @@ class IQLPolicy(TwinCriticPolicy):
         self._value_params = list(self.value.parameters())
         self.value_optimizer = adam(self._value_params, c.learn.value_lr, self.device)
         self._critic_target_params = list(self.critic_target.parameters())
+        # c above; with "return_range", unknown until set_return_range
+        self.reward_scale: float | None = None if c.learn.reward_norm == "return_range" else 1.0
         self._last_stats = dict(value_loss=0.0, v_mean=0.0, actor_loss=0.0, adv_mean=0.0,
                                 weight_mean=0.0)
 
@@ -134,10 +142,24 @@ class IQLPolicy(TwinCriticPolicy):
         if c.learn.beta < 0 or c.learn.max_weight <= 0:
             raise ValueError("policy.learn.beta must be >= 0 and max_weight > 0, got "
                              f"{c.learn.beta} and {c.learn.max_weight}.")
+        if c.learn.reward_norm not in _REWARD_NORMS:
+            raise ValueError(f"policy.learn.reward_norm must be one of {_REWARD_NORMS}, got "
+                             f"{c.learn.reward_norm!r}.")
         steps = c.learn.actor_lr_cosine_steps
         if steps is not None and steps < 1:
             raise ValueError("policy.learn.actor_lr_cosine_steps must be >= 1 or None, got "
                              f"{steps}.")
+
+    def set_return_range(self, low: float, high: float) -> None:
+        """The data set's lowest and highest episode return: with `learn.reward_norm=
+        "return_range"`, rewards are scaled by 1000 / (high − low); otherwise nothing changes."""
+        if self.cfg.learn.reward_norm != "return_range":
+            return
+        if not (math.isfinite(low) and math.isfinite(high) and high > low):
+            raise ValueError(f"IQLPolicy.set_return_range: reward_norm='return_range' needs "
+                             f"episode returns that differ, got min {low} and max {high}; set "
+                             f"policy.learn.reward_norm=none for this data set.")
+        self.reward_scale = 1000.0 / (high - low)
 
     @property
     def gaussian(self) -> bool:
@@ -170,6 +192,10 @@ class IQLPolicy(TwinCriticPolicy):
 
     def _forward_learn(self, batch: Mapping[str, Any]) -> Dict[str, Any]:
         c = self.cfg.learn
+        if self.reward_scale is None:
+            raise RuntimeError("IQLPolicy: policy.learn.reward_norm='return_range' needs the data "
+                               "set's episode return range before learning: the offline pipeline "
+                               "passes it in; by hand, call policy.set_return_range(min, max).")
         b, action = self._learn_batch(batch)
         obs = b["obs"]
 
@@ -184,7 +210,8 @@ class IQLPolicy(TwinCriticPolicy):
         # Q: regress both critics on r + discount · V(s'), with the V just updated.
         with torch.no_grad():
             v = self.value(obs)
-            y = b["reward"].float() + td_discount(b, c.gamma) * self.value(b["next_obs"])
+            bootstrap = td_discount(b, c.gamma) * self.value(b["next_obs"])
+            y = self.reward_scale * b["reward"].float() + bootstrap
         critic_loss, q1 = self._critic_loss(obs, action, y)
         grad_step(self.critic_optimizer, critic_loss, self._critic_params, c.grad_clip)
 
@@ -221,6 +248,7 @@ class IQLPolicy(TwinCriticPolicy):
                 "value": clone_state(self.value),
                 "value_optimizer": copy.deepcopy(self.value_optimizer.state_dict()),
                 "last_stats": dict(self._last_stats),
+                "reward_scale": self.reward_scale,
             }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -229,3 +257,5 @@ class IQLPolicy(TwinCriticPolicy):
             self.value.load_state_dict(state["value"])
             self.value_optimizer.load_state_dict(state["value_optimizer"])
             self._last_stats = {k: float(v) for k, v in state["last_stats"].items()}
+            # checkpoints from before reward_norm existed trained on unscaled rewards
+            self.reward_scale = state.get("reward_scale", 1.0)

@@ -151,6 +151,15 @@ def normalize_obs(policy: Any, dataset: Any) -> None:
         policy.set_obs_normalizer(*dataset.obs_stats())
 
 
+def scale_rewards(policy: Any, dataset: Any) -> None:
+    """A policy that may scale its rewards by the data set's return range
+    (`set_return_range(min, max)`, IQL with `learn.reward_norm="return_range"`) gets the lowest
+    and highest episode return of the data set; its `state_dict` keeps the scale."""
+    if hasattr(policy, "set_return_range"):
+        returns = dataset.episode_returns
+        policy.set_return_range(float(returns.min()), float(returns.max()))
+
+
 def build_offline(cfg: Any, policy_cls: Any, dataset: Any = None) -> Pipeline:
     """Data set, eval env, policy and (resumed) context of the offline pipeline, and its
     middleware: evaluator → offline_data_fetcher → trainer → the run's tail. `dataset`:
@@ -161,6 +170,7 @@ def build_offline(cfg: Any, policy_cls: Any, dataset: Any = None) -> Pipeline:
     with closed_on_error(envs):
         policy = make_policy(cfg, policy_cls, dataset)  # the data set's spaces
         normalize_obs(policy, dataset)  # resume / --init-from then load the saved statistics
+        scale_rewards(policy, dataset)  # (and the saved reward scale)
         evaluating = evaluator_env if task.serves(Role.EVALUATOR) else None  # else: spaces only
         run_state = RunState(cfg.run_dir, None, evaluating, None,
                              dataset=dataset) if cfg.run_dir else None

@@ -113,6 +113,42 @@ def test_cosine_schedule_decays_the_actor_lr_to_zero_and_stays_there():
     assert policy.critic_optimizer.param_groups[0]["lr"] == 3e-4  # only the actor's decays
 
 
+def test_truncation_bootstraps_and_termination_does_not():
+    truncated = dict(box_batch(), terminated=np.zeros(3, bool), truncated=np.ones(3, bool))
+    terminated = dict(box_batch(), terminated=np.ones(3, bool), truncated=np.zeros(3, bool))
+    policy = make()
+    stats = policy.learn_mode.forward(truncated)
+    with torch.no_grad():  # V after its step, which the critic's target uses
+        v_next = policy.value(torch.as_tensor(NEXT_OBS)).numpy()
+    assert stats["target_mean"] == pytest.approx(np.mean(REWARD + 0.99 * v_next), rel=1e-5)
+    assert abs(np.mean(0.99 * v_next)) > 1e-3  # the two cases differ
+    assert make().learn_mode.forward(terminated)["target_mean"] == pytest.approx(REWARD.mean())
+
+
+def test_reward_norm_scales_rewards_by_1000_over_the_return_range():
+    plain, scaled = make(), make({"learn": {"reward_norm": "return_range"}})
+    plain.set_return_range(-300.0, -100.0)  # reward_norm "none": nothing changes
+    assert plain.reward_scale == 1.0
+    with pytest.raises(RuntimeError, match=r"set_return_range\(min, max\)"):
+        scaled.learn_mode.forward(box_batch())
+    with pytest.raises(ValueError, match="episode returns that differ, got min -5.0 and max -5.0"):
+        scaled.set_return_range(-5.0, -5.0)
+    scaled.set_return_range(-300.0, -100.0)
+    assert scaled.reward_scale == pytest.approx(5.0)
+    # the value step does not read rewards, so both V (and the bootstrap) are the same
+    gap = scaled.learn_mode.forward(box_batch())["target_mean"] - \
+        plain.learn_mode.forward(box_batch())["target_mean"]
+    assert gap == pytest.approx(4.0 * REWARD.mean(), rel=1e-4)
+    clone = make({"learn": {"reward_norm": "return_range"}}, seed=5)
+    clone.load_state_dict(scaled.state_dict())  # the scale travels with the state
+    assert clone.reward_scale == pytest.approx(5.0)
+    old = {k: v for k, v in plain.state_dict().items() if k != "reward_scale"}
+    clone.load_state_dict(old)  # a checkpoint from before the option: unscaled rewards
+    assert clone.reward_scale == 1.0
+    with pytest.raises(ValueError, match="policy.learn.reward_norm must be one of"):
+        make({"learn": {"reward_norm": "minmax"}})
+
+
 def test_acting_gaussian_samples_in_the_box_and_eval_is_the_mean():
     policy = make({"model": {"actor_hidden": (8,)}})
     many = np.repeat(OBS[:1], 4000, axis=0)

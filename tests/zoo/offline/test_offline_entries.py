@@ -60,6 +60,20 @@ def test_td3bc_entry_trains_with_the_data_set_s_state_statistics(minari_root, ca
     np.testing.assert_allclose(np.asarray(norm["std"]), std + 1e-3, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("norm", ["return_range", "none"])
+def test_iql_entry_scales_rewards_by_the_data_set_s_return_range(norm, minari_root, capsys):
+    pendulum_data("pendulum/tiny-v0", 2)
+    assert main(["train", "pendulum-iql", "--set", "dataset.id=pendulum/tiny-v0",
+                 "--set", "max_train_iter=4", "--set", "policy.learn.batch_size=16",
+                 "--set", f"policy.learn.reward_norm={norm}", *QUICK_EVAL]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    saved = torch.load(RunDir(summary["run_dir"]).final, weights_only=True)
+    returns = load_dataset("pendulum/tiny-v0").episode_returns
+    assert returns.max() > returns.min()
+    expected = 1000.0 / (returns.max() - returns.min()) if norm == "return_range" else 1.0
+    assert saved["policy"]["reward_scale"] == pytest.approx(expected, rel=1e-6)
+
+
 @pytest.mark.parametrize("name", ["hopper-iql", "hopper-td3bc"])
 def test_hopper_entry_smoke(name, minari_root, capsys):
     pytest.importorskip("mujoco")
