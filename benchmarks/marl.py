@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
+import os
 import pathlib
 import statistics
 import sys
@@ -114,7 +115,8 @@ def main() -> None:
             row = dict(future.result(), seed=seed)
             results[algo].append(row)
             print(f"{algo} seed {seed}: team return {row['team_return']:.1f}, "
-                  f"{row['wall_s']:.0f} s, {row['steps_per_s']:.0f} env steps/s", flush=True)
+                  f"{row['wall_s']:.0f} s, {row['steps_per_s']:.0f} env steps/s, load average "
+                  f"{'/'.join(f'{x:.1f}' for x in os.getloadavg())} (1/5/15 min)", flush=True)
     for rows in results.values():
         rows.sort(key=lambda r: r["seed"])
     reference = paper_to_mpe2(args.published)
