@@ -2,6 +2,7 @@
 are cached per run, and its helpers parse and index as documented."""
 from __future__ import annotations
 
+import copy
 import json
 import re
 import subprocess
@@ -87,6 +88,14 @@ def test_every_task_the_issue_names_exists_with_matched_budgets():
         if task.algo == "dqn":  # ε decays over the same env steps on both sides
             decay = task.rlpipe["policy"]["other"]["eps"]["decay"]
             assert task.sb3["exploration_fraction"] * task.budget == pytest.approx(decay)
+
+
+def test_the_per_step_eps_task_differs_from_the_20k_task_only_in_per_env_step():
+    base, step = TASKS["dqn-cartpole-20k"], TASKS["dqn-cartpole-20k-eps-step"]
+    assert step.sb3 == base.sb3 and step.points() == base.points()
+    rlpipe = copy.deepcopy(step.rlpipe)
+    assert rlpipe["policy"]["other"]["eps"].pop("per_env_step") is True
+    assert rlpipe == base.rlpipe  # per_env_step absent from the base task: False, the default
 
 
 def test_budget_fractions_pick_the_first_point_at_or_past_them():
