@@ -119,3 +119,18 @@ def test_points_verdict_counts_where_the_curve_leaves_the_reference_band():
     assert points_verdict(np.array([-1.0, 5.0, 11.0, 0.0]), lo, hi) == \
         "below at 1 of 4 points, above at 1, inside at 2"
     assert points_verdict(np.array([5.0] * 4), lo, hi) == "below at 0 of 4 points, above at 0, inside at 4"
+
+
+def test_compare_counts_points_both_ways_and_names_a_missing_group():
+    pytest.importorskip("rliable.library")
+    import numpy as np
+    from parity_compare import compare, group_curves
+    rng = np.random.default_rng(0)
+    a = rng.normal(100.0, 5.0, size=(10, 4))
+    result = compare(a, a - 50.0, reps=200)
+    assert result == {"a_vs_b": "below at 0 of 4 points, above at 4, inside at 0",
+                      "b_vs_a": "below at 4 of 4 points, above at 0, inside at 0"}
+    runs = [dict(task="t", framework="sb3", seed=s, curve=[[1, 1, 1.0]]) for s in range(3)]
+    assert group_curves(runs, "t:sb3", [0, 2]).shape == (2, 1)
+    with pytest.raises(SystemExit, match="no runs of 't:rlpipe'.*recorded: t:sb3"):
+        group_curves(runs, "t:rlpipe", None)
