@@ -134,3 +134,12 @@ def test_compare_counts_points_both_ways_and_names_a_missing_group():
     assert group_curves(runs, "t:sb3", [0, 2]).shape == (2, 1)
     with pytest.raises(SystemExit, match="no runs of 't:rlpipe'.*recorded: t:sb3"):
         group_curves(runs, "t:rlpipe", None)
+
+
+def test_the_report_intervals_are_the_same_on_every_rewrite():
+    pytest.importorskip("rliable.library")
+    import numpy as np
+    from _parity_report import iqm_intervals
+    scores = {"x": np.random.default_rng(1).normal(size=(10, 3))}
+    first, second = iqm_intervals(scores, 300)[1], iqm_intervals(scores, 300)[1]
+    np.testing.assert_array_equal(first["x"], second["x"])
