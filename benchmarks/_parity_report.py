@@ -45,13 +45,22 @@ def score_matrix(task: ParityTask, runs: List[Dict[str, Any]]) -> np.ndarray:
 
 
 def iqm_intervals(scores: Dict[str, np.ndarray], reps: int) -> Tuple[Dict, Dict]:
-    """Per framework: the IQM of each column and its 95% stratified-bootstrap interval."""
+    """Per framework: the IQM of each column and its 95% stratified-bootstrap interval. The
+    bootstrap is seeded, so a report rewritten from the same runs gives the same intervals (a
+    point at an interval's edge would otherwise flip between rewrites)."""
     rly, metrics = rliable_modules()  # the error names the extra when rliable is missing
 
     def per_column_iqm(x: np.ndarray) -> np.ndarray:
         return np.array([metrics.aggregate_iqm(x[:, j]) for j in range(x.shape[1])])
 
-    return rly.get_interval_estimates(scores, per_column_iqm, reps=reps)
+    # rliable's StratifiedBootstrap draws its resamples from numpy's global RNG (whatever
+    # random_state it is given): seed that for the call and give the caller its state back.
+    saved = np.random.get_state()
+    np.random.seed(0)
+    try:
+        return rly.get_interval_estimates(scores, per_column_iqm, reps=reps)
+    finally:
+        np.random.set_state(saved)
 
 
 def paired_wall_ratio(ours: List[Dict[str, Any]], theirs: List[Dict[str, Any]]) -> float:

@@ -20,12 +20,15 @@ SETTINGS: List[Tuple[str, str, str, str]] = [
      "first burst is full in both. With learning_starts 0 (LunarLander DQN) rlpipe waits for "
      "one batch (min_samples = batch_size); SB3 samples a batch with repeats from fewer rows."),
     ("ε schedule (DQN)", "linear over `other.eps.decay` env steps, evaluated once per "
-     "iteration (at the iteration's first env step)",
+     "iteration (at the iteration's first env step), or before every env step with "
+     "`other.eps.per_env_step: True`",
      "linear over `exploration_fraction` × total_timesteps, recomputed at every env step",
      "Decay matched in env steps (8000 for CartPole, rl-zoo's 0.16 × 50k). SB3's fraction is "
      "of the budget given to learn(): a 20k SB3 run with rl-zoo's 0.16 decays over 3200 steps, "
      "so the harness passes exploration_fraction = 8000/budget. Per-iteration vs per-step ε: "
-     "at most one iteration (256 steps, ≤ 3% of ε's range) late."),
+     "rlpipe's default is at most one iteration (256 steps, ≤ 3% of ε's range) late; "
+     "`dqn-cartpole-20k-eps-step` sets `per_env_step` and matches SB3 exactly (ε(t) for the "
+     "action at env step t on both sides)."),
     ("target network (DQN)", "hard copy every `learn.target_update_freq` updates",
      "hard copy (tau 1) every `target_update_interval` env steps (÷ n_envs calls)",
      "CartPole: SB3's 10 env steps fall between bursts of 128 updates, so the target is the "

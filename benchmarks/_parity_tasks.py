@@ -35,10 +35,13 @@ class ParityTask:
         return pts + [self.budget]
 
     def scaled(self, name: str, budget: int, eval_every: int, eval_episodes: int,
-               eps_decay: Optional[int] = None) -> "ParityTask":
+               eps_decay: Optional[int] = None, eps_per_env_step: bool = False) -> "ParityTask":
         """The same task at another budget (schedules that scale with the budget follow it; the
-        ε decay keeps its length in env steps unless `eps_decay` gives a new one)."""
+        ε decay keeps its length in env steps unless `eps_decay` gives a new one).
+        `eps_per_env_step`: rlpipe recomputes ε before every env step, as SB3 does."""
         rl = copy.deepcopy(self.rlpipe)
+        if eps_per_env_step:
+            rl["policy"]["other"]["eps"]["per_env_step"] = True
         rl["max_env_step"] = budget
         learn = rl["policy"]["learn"]
         if learn.get("lr_schedule") == "linear":
@@ -202,6 +205,9 @@ TASKS: Dict[str, ParityTask] = {t.name: t for t in (
     # rl-zoo's exploration_fraction 0.16 read against a 20k budget, as SB3 reads it when
     # learn(total_timesteps=20_000) is given rl-zoo's yml: ε decays over 3200 env steps.
     _DQN_CARTPOLE.scaled("dqn-cartpole-20k-eps3200", 20_000, 1000, 10, eps_decay=3200),
+    # ε recomputed at every env step on both sides (rlpipe's `other.eps.per_env_step`): the one
+    # difference of semantics left between the two DQNs at these settings.
+    _DQN_CARTPOLE.scaled("dqn-cartpole-20k-eps-step", 20_000, 1000, 10, eps_per_env_step=True),
     _DQN_CARTPOLE,
     _DQN_LUNAR,
     _PPO_CARTPOLE,

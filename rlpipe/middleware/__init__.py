@@ -4,7 +4,7 @@ from .ckpt import CkptSaver, NonFiniteStateError, load_checkpoint, restore_check
 from .collector import EpisodeCollector, StepCollector, inferencer, rolloutor
 from .evaluator import evaluate_episodes, interaction_evaluator
 from .exchange import Exchange
-from .exploration import eps_greedy_handler, epsilon_schedule
+from .exploration import PerEnvStep, eps_greedy_handler, epsilon_schedule, kwargs_at
 from .learner import NonFiniteLossError, OffPolicyLearner, trainer
 from .logger import online_logger, read_metrics
 from .offline import offline_data_fetcher
@@ -23,6 +23,7 @@ __all__ = [
     "NonFiniteLossError",
     "NonFiniteStateError",
     "OffPolicyLearner",
+    "PerEnvStep",
     "SequenceAdding",
     "StepCollector",
     "concat_steps",
@@ -33,6 +34,7 @@ __all__ = [
     "gae_estimator",
     "inferencer",
     "interaction_evaluator",
+    "kwargs_at",
     "load_checkpoint",
     "log_run_videos",
     "multistep_trainer",

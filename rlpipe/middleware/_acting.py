@@ -40,6 +40,7 @@ import numpy as np
 from rlpipe.engine import current_task
 from rlpipe.envs import mask_segments, sample_valid_actions
 
+from .exploration import kwargs_at
 from ._hidden import copy_state, initial_state, next_state, policy_name, starts, zero_rows
 
 _MASK_FIX = ("ignore the masks (EnvManager(action_masks=False); in the zoo `--set "
@@ -170,11 +171,13 @@ class Acting:
 
     def act(self, env_step: int, collect_kwargs: Mapping[str, Any]) -> Tuple[Any, Dict[str, Any]]:
         """(obs, what the policy returned for it, with "action"); random actions during warm-up
-        (`env_step` below `random_collect_size`)."""
+        (`env_step` below `random_collect_size`). `collect_kwargs` values that are `PerEnvStep`
+        (e.g. ε with `other.eps.per_env_step`) are evaluated at `env_step`."""
         obs = self.cursor.current()
         mask = self.cursor.mask
         if env_step < self.random_collect_size:
             return obs, {"action": self.random_actions(mask)}
+        collect_kwargs = kwargs_at(collect_kwargs, env_step)
         if mask is None:
             return obs, self.policy.forward(obs, **collect_kwargs)
         check_mask_support(self.policy, mask)
@@ -236,7 +239,7 @@ class RecurrentActing(Acting):
         cursor = self.cursor
         obs = cursor.current()
         mask = cursor.mask
-        kwargs = dict(collect_kwargs)
+        kwargs = dict(kwargs_at(collect_kwargs, env_step))
         if mask is not None:
             check_mask_support(self.policy, mask)
             kwargs["action_mask"] = mask

@@ -18,6 +18,7 @@ import numpy as np
 
 from rlpipe.envs import sample_valid_actions
 
+from .exploration import kwargs_at
 from ._acting import Acting, EnvCursor, _count_episodes, check_mask_support, step_record
 
 
@@ -64,6 +65,7 @@ class MultiAgentActing(Acting):
         agent_mask, global_state = self._agents()
         if env_step < self.random_collect_size:
             return obs, {"action": self.random_actions(mask)}
+        collect_kwargs = kwargs_at(collect_kwargs, env_step)
         if mask is None:
             return obs, self.policy.forward(obs, agent_mask=agent_mask,
                                             global_state=global_state, **collect_kwargs)

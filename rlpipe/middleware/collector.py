@@ -35,17 +35,17 @@ def inferencer(seed: Optional[int], policy: Any, env: Any, cursor: Optional[EnvC
     `cursor`: the `EnvCursor` to act from, shared with a `rolloutor(..., cursor=)`; without one,
     the inferencer and rolloutor of one env share the task's cursor of that env
     (`Task.shared`). `random_collect_size`: act uniformly at random for the run's first env
-    steps, as the collectors' warm-up does.
+    steps, as the collectors' warm-up does. `ctx.env_step` also evaluates the per-env-step
+    collect kwargs (`PerEnvStep`, e.g. ε with `policy.other.eps.per_env_step`).
     """
     acting = _LazyActing(policy, env, cursor, seed, random_collect_size)
-    reads = ("collect_kwargs", "total_step") + (("env_step",) if random_collect_size > 0 else ())
 
-    @contract(reads=reads, writes=("obs", "action", "inference_output"), role=Role.COLLECTOR)
+    @contract(reads=("collect_kwargs", "total_step", "env_step"),
+              writes=("obs", "action", "inference_output"), role=Role.COLLECTOR)
     def _inferencer(ctx: OnlineRLContext) -> None:
         actor = acting.get()
         actor.refresh_once_in(ctx.total_step)
-        obs, output = actor.act(ctx.env_step if random_collect_size > 0 else 0,
-                                ctx.collect_kwargs)
+        obs, output = actor.act(ctx.env_step, ctx.collect_kwargs)
         ctx.obs = obs
         ctx.inference_output = PerEnvOutput(output, actor.n_envs)
         ctx.action = output["action"]

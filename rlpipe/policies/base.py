@@ -145,7 +145,8 @@ def describe_space(space: gym.Space) -> str:
 # (read by the middleware, not the policy): a policy's config schema is its own defaults plus these.
 PIPELINE_DEFAULTS: Dict[str, Any] = dict(
     collect=dict(n_sample=256, n_episode=8, random_collect_size=0),
-    other=dict(eps=dict(type="linear", start=1.0, end=0.05, decay=10_000)),
+    other=dict(eps=dict(type="linear", start=1.0, end=0.05, decay=10_000,
+                        per_env_step=False)),
     learn=dict(update_per_collect=1),
     eval=dict(evaluator=dict(eval_freq=1000, n_episode=10)),
 )

@@ -125,6 +125,7 @@ class DQNPolicy(Policy):
     # --- collect: epsilon-greedy on the acting copy ---------------------------------------------
     def _forward_collect(self, obs: Any, eps: float = 0.0,
                          action_mask: Any = None) -> Dict[str, np.ndarray]:
+        eps = float(eps)  # a PerEnvStep not evaluated by the collector says so here
         obs = obs if isinstance(obs, (np.ndarray, Mapping)) else np.asarray(obs)
         mask = as_mask(action_mask, batch_rows(obs), self.n_actions, "DQN collect")
         if mask is not None:

@@ -90,6 +90,8 @@ PIPELINE_MEANINGS: Dict[str, str] = {
     "other.eps.start": "epsilon at the start",
     "other.eps.end": "epsilon at the end of the decay",
     "other.eps.decay": "env steps over which epsilon decays",
+    "other.eps.per_env_step": "recompute epsilon before every env step (SB3's way) instead of "
+                              "once per iteration",
     "learn.update_per_collect": "learn steps per iteration",
     "eval.evaluator.eval_freq": "evaluate every this many train iterations (learn steps)",
     "eval.evaluator.n_episode": "episodes per evaluation",

@@ -2,6 +2,7 @@
 are cached per run, and its helpers parse and index as documented."""
 from __future__ import annotations
 
+import copy
 import json
 import re
 import subprocess
@@ -89,6 +90,14 @@ def test_every_task_the_issue_names_exists_with_matched_budgets():
             assert task.sb3["exploration_fraction"] * task.budget == pytest.approx(decay)
 
 
+def test_the_per_step_eps_task_differs_from_the_20k_task_only_in_per_env_step():
+    base, step = TASKS["dqn-cartpole-20k"], TASKS["dqn-cartpole-20k-eps-step"]
+    assert step.sb3 == base.sb3 and step.points() == base.points()
+    rlpipe = copy.deepcopy(step.rlpipe)
+    assert rlpipe["policy"]["other"]["eps"].pop("per_env_step") is True
+    assert rlpipe == base.rlpipe  # per_env_step absent from the base task: False, the default
+
+
 def test_budget_fractions_pick_the_first_point_at_or_past_them():
     task = TASKS["dqn-cartpole-20k"]  # points 1000, 2000, ..., 20000
     assert [task.points()[point_index(task, f)] for f in (0.25, 0.5, 1.0)] == [5000, 10000, 20000]
@@ -110,3 +119,27 @@ def test_points_verdict_counts_where_the_curve_leaves_the_reference_band():
     assert points_verdict(np.array([-1.0, 5.0, 11.0, 0.0]), lo, hi) == \
         "below at 1 of 4 points, above at 1, inside at 2"
     assert points_verdict(np.array([5.0] * 4), lo, hi) == "below at 0 of 4 points, above at 0, inside at 4"
+
+
+def test_compare_counts_points_both_ways_and_names_a_missing_group():
+    pytest.importorskip("rliable.library")
+    import numpy as np
+    from parity_compare import compare, group_curves
+    rng = np.random.default_rng(0)
+    a = rng.normal(100.0, 5.0, size=(10, 4))
+    result = compare(a, a - 50.0, reps=200)
+    assert result == {"a_vs_b": "below at 0 of 4 points, above at 4, inside at 0",
+                      "b_vs_a": "below at 4 of 4 points, above at 0, inside at 0"}
+    runs = [dict(task="t", framework="sb3", seed=s, curve=[[1, 1, 1.0]]) for s in range(3)]
+    assert group_curves(runs, "t:sb3", [0, 2]).shape == (2, 1)
+    with pytest.raises(SystemExit, match="no runs of 't:rlpipe'.*recorded: t:sb3"):
+        group_curves(runs, "t:rlpipe", None)
+
+
+def test_the_report_intervals_are_the_same_on_every_rewrite():
+    pytest.importorskip("rliable.library")
+    import numpy as np
+    from _parity_report import iqm_intervals
+    scores = {"x": np.random.default_rng(1).normal(size=(10, 3))}
+    first, second = iqm_intervals(scores, 300)[1], iqm_intervals(scores, 300)[1]
+    np.testing.assert_array_equal(first["x"], second["x"])
