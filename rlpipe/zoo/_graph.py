@@ -13,7 +13,7 @@ import copy
 import dataclasses
 import io
 import tempfile
-from typing import Any, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -181,12 +181,16 @@ def _stand_in_dataset(cfg: Any) -> Any:
     finally:
         env.close()
     steps = int(cfg.policy.learn.batch_size) + 1
-    episode = {"observations": np.stack([obs_space.sample() for _ in range(steps + 1)]),
-               "actions": np.stack([action_space.sample() for _ in range(steps)]),
-               "rewards": np.zeros(steps, np.float32),
-               "terminations": np.zeros(steps, bool),
-               "truncations": np.arange(steps) == steps - 1}
-    return OfflineDataset.from_episodes([episode], obs_space, action_space)
+
+    def episode(reward: float) -> Dict[str, np.ndarray]:
+        return {"observations": np.stack([obs_space.sample() for _ in range(steps + 1)]),
+                "actions": np.stack([action_space.sample() for _ in range(steps)]),
+                "rewards": np.full(steps, reward, np.float32),
+                "terminations": np.zeros(steps, bool),
+                "truncations": np.arange(steps) == steps - 1}
+
+    # two returns that differ, for policies that scale rewards by the return range (IQL)
+    return OfflineDataset.from_episodes([episode(0.0), episode(1.0)], obs_space, action_space)
 
 
 def entry_graph(name: str, overrides: Iterable[str] = ()) -> PipelineGraph:
