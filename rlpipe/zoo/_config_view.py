@@ -1,9 +1,13 @@
 """`rlpipe config`: the resolved config of an entry, an --algo/--env pair or a run folder, with
-what each key means (from `_meanings.py`)."""
+what each key means (from `_meanings.py`) and where its value comes from: your `--set`, the zoo
+entry, the field's standard default of a generic run (`rlpipe.standard_defaults`, naming the
+reference implementation or paper), or rlpipe's own default."""
 from __future__ import annotations
 
 import os
 from typing import Iterable, Optional
+
+from rlpipe.standard_defaults import explicit_keys, standard_sources
 
 from ._generic import is_generic
 from ._meanings import config_meanings, describe_config
@@ -30,5 +34,21 @@ def show_config(name: Optional[str] = None, algo: Optional[str] = None,
         if is_generic(entry.name):
             source = f"--dataset {dataset}" if dataset else f"--env {env}"
             header += f" (train it with `rlpipe train --algo {algo} {source}`)"
+    header += ("\n# [brackets] name where a value comes from; a key without them is at rlpipe's "
+               "own default")
     meanings = config_meanings(entry.policy_cls, with_imports=is_generic(entry.name))
-    return f"{header}\n{describe_config(cfg, meanings)}"
+    sources = _sources(entry, overrides, from_run=bool(name and os.path.isdir(name)))
+    return f"{header}\n{describe_config(cfg, meanings, sources)}"
+
+
+def _sources(entry, overrides, from_run: bool) -> dict:
+    """Dotted key → where its value comes from, for the keys that were not left at rlpipe's
+    own default (those show none)."""
+    if from_run:
+        sources = {}
+    elif is_generic(entry.name):
+        sources = standard_sources(getattr(entry.module, "STANDARD", None))
+    else:
+        sources = {key: f"zoo entry {entry.name}" for key in explicit_keys(entry.config)}
+    sources.update({key: "your --set" for key in explicit_keys(None, overrides)})
+    return sources

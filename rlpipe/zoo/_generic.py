@@ -34,6 +34,7 @@ import gymnasium as gym
 from easydict import EasyDict
 
 from rlpipe.envs import register_env
+from rlpipe import standard_defaults
 from rlpipe.envs._registry import registered_envs, resolve_env
 from rlpipe.policies import Policy, get_policy, policy_names
 from rlpipe.policies.registry import registered_name, spaces_line
@@ -105,12 +106,18 @@ def trainable_names(source: Optional[str] = None) -> List[str]:
     return [n for n in names if get_policy(n).pipeline in ("offline", "off-policy")]
 
 
+def builtin_name(cls: type) -> Optional[str]:
+    """The registered name of one of rlpipe's own policy classes; None for a user's class."""
+    name = registered_name(cls)
+    return name if name is not None and cls.__module__.startswith("rlpipe.") else None
+
+
 def canonical_algo(algo: str, cls: type) -> str:
     """How the entry name records the algorithm: the registered name of a built-in policy,
     else `module:Class`, so that another process (a resumed run, a collector) finds it again
     without the registration having run there."""
-    name = registered_name(cls)
-    if name is not None and cls.__module__.startswith("rlpipe."):
+    name = builtin_name(cls)
+    if name is not None:
         return name
     if ":" in algo:
         return algo
@@ -235,6 +242,9 @@ def build_module(name: str, stop_value: Optional[float] = None,
     cls = policy_class(algo)
     module = types.ModuleType(f"rlpipe.zoo.generic[{name}]")
     module.POLICY = cls
+    # the row of rlpipe's own algorithms in the table of standard defaults (online runs only:
+    # an offline run's keys are the data set's and its policy's)
+    standard_name = None if env_id.startswith(DATASET) else builtin_name(cls)
     if env_id.startswith(DATASET):
         dataset_id = env_id[len(DATASET):]
         check_offline_capable(algo, cls)
@@ -248,12 +258,16 @@ def build_module(name: str, stop_value: Optional[float] = None,
     else:
         prepare_env(env_id)
         pipeline = "on-policy" if cls.pipeline == "on-policy" else "off-policy"
-        module.__doc__ = (f"{cls.__name__} on {env_id} with the algorithm's defaults "
-                          f"(`rlpipe train --algo {algo} --env {env_id}`).")
+        module.__doc__ = (f"{cls.__name__} on {env_id} with the algorithm's standard defaults "
+                          f"(`rlpipe train --algo {algo} --env {env_id}`; `rlpipe config` names "
+                          f"the source of each).")
         module.RUN_NAME = run_name(algo, env_id)
-        module.config = {"env": {"id": env_id, "stop_value": stop_value},
+        standard = standard_defaults.standard_config(standard_name)
+        module.config = {**standard, "env": {**standard.get("env", {}), "id": env_id,
+                                             "stop_value": stop_value},
                          "imports": list(imports)}
     module.PIPELINE = pipeline
+    module.STANDARD = standard_name
     base_resolve = _resolver(pipeline)
 
     def resolve_config(policy_cls: Any, entry_config: Mapping,
@@ -264,7 +278,13 @@ def build_module(name: str, stop_value: Optional[float] = None,
         import_modules(imports)
         cfg = base_resolve(policy_cls, entry_rest, user_rest)
         cfg.imports = imports
+        follow_budget(cfg, standard_defaults.explicit_keys(user_rest))
         return cfg
+
+    def follow_budget(cfg: Any, explicit: Iterable[str]) -> None:
+        """The standard defaults that follow the budget (e.g. DQN's ε decay), for the keys
+        the user did not set."""
+        standard_defaults.budget_rules(standard_name, cfg, explicit)
 
     def main(cfg: Any) -> Dict[str, Any]:
         import_modules(cfg.get("imports", []))
@@ -273,6 +293,7 @@ def build_module(name: str, stop_value: Optional[float] = None,
         return _runner(pipeline)(cfg, cls)
 
     module.resolve_config = resolve_config
+    module.follow_budget = follow_budget
     module.main = main
     return module
 

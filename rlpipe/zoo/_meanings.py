@@ -182,8 +182,10 @@ def _lookup(cfg: Mapping, dotted: str) -> Any:
     return node
 
 
-def describe_config(cfg: Mapping, meanings: Mapping[str, str]) -> str:
-    """One line per key: `key = value  # meaning` (values as JSON where they can be)."""
+def describe_config(cfg: Mapping, meanings: Mapping[str, str],
+                    sources: Mapping[str, str] = None) -> str:
+    """One line per key: `key = value  # meaning` (values as JSON where they can be), and
+    `[source]` after the meaning for the keys `sources` names (where the value comes from)."""
     keys = leaf_keys(cfg)
     width = max((len(k) for k in keys), default=0)
     lines = []
@@ -194,6 +196,9 @@ def describe_config(cfg: Mapping, meanings: Mapping[str, str]) -> str:
         except TypeError:
             shown = repr(value)
         text = f"{key:<{width}} = {shown}"
-        meaning = meanings.get(key)
+        meaning = meanings.get(key) or ""
+        source = (sources or {}).get(key)
+        if source:
+            meaning = f"{meaning} [{source}]" if meaning else f"[{source}]"
         lines.append(f"{text:<{width + 20}}  # {meaning}" if meaning else text)
     return "\n".join(lines)

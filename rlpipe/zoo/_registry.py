@@ -15,6 +15,7 @@ from easydict import EasyDict
 
 from rlpipe.config import apply_overrides
 from rlpipe.config_checks import check_config
+from rlpipe.standard_defaults import explicit_keys
 
 from ._generic import build_module, generic_name, is_generic
 
@@ -100,8 +101,11 @@ class Entry:
 
         # an entry module may bring its pipeline's own resolve_config (e.g. the on-policy one)
         resolve = getattr(self.module, "resolve_config", resolve_config)
-        cfg = resolve(self.policy_cls, self.config, user)
-        return check_config(apply_overrides(cfg, list(overrides)))  # --set values in range too
+        cfg = apply_overrides(resolve(self.policy_cls, self.config, user), list(overrides))
+        follow_budget = getattr(self.module, "follow_budget", None)
+        if follow_budget is not None:  # a generic entry's defaults that follow the budget
+            follow_budget(cfg, explicit_keys(user, overrides))
+        return check_config(cfg)  # --set values in range too
 
     def check_requirements(self) -> None:
         for module_name, extra in getattr(self.module, "REQUIRES", {}).items():
