@@ -17,11 +17,11 @@ import fnmatch
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Optional, Sequence, Tuple
+from typing import Any, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from rlpipe.config import ConfigError
 
-__all__ = ["ConfigRangeError", "RANGES", "Range", "check_config", "rule_for"]
+__all__ = ["ConfigRangeError", "RANGES", "Range", "budget_warnings", "check_config", "rule_for"]
 
 
 class ConfigRangeError(ConfigError):
@@ -241,3 +241,66 @@ def _check_pairs(cfg: Mapping) -> None:
             f"config keys 'replay.min_samples' ({need}) and 'replay.capacity' ({room}): learning "
             f"waits for more transitions than the buffer holds, so it never starts; lower "
             f"replay.min_samples or raise replay.capacity with --set.", key="replay.min_samples")
+    _check_collection(cfg)
+
+
+def _ints(*values: Any) -> bool:
+    return all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in values)
+
+
+def _check_collection(cfg: Mapping) -> None:
+    """Settings of an online run whose pipeline could never do what they say: a replay buffer
+    smaller than one batch, fewer env steps per iteration than there are envs, a PPO minibatch
+    larger than the rollout it is cut from. (An offline run's keys are its data set's.)"""
+    policy = cfg.get("policy") or {}
+    learn, collect = policy.get("learn") or {}, policy.get("collect") or {}
+    if cfg.get("dataset") or not (cfg.get("env") or {}).get("id"):
+        return
+    batch, room = learn.get("batch_size"), (cfg.get("replay") or {}).get("capacity")
+    if _ints(batch, room) and room < batch:
+        raise ConfigRangeError(
+            f"config keys 'replay.capacity' ({room}) and 'policy.learn.batch_size' ({batch}): the "
+            f"buffer never holds one batch, so no update would run; raise replay.capacity or "
+            f"lower policy.learn.batch_size with --set.", key="replay.capacity")
+    n_sample, n_envs = collect.get("n_sample"), (cfg.get("env") or {}).get("n_envs")
+    if _ints(n_sample, n_envs) and n_sample < n_envs:
+        raise ConfigRangeError(
+            f"config keys 'policy.collect.n_sample' ({n_sample}) and 'env.n_envs' ({n_envs}): an "
+            f"iteration steps every env at least once, so it would collect {n_envs} env steps, "
+            f"not {n_sample}; set policy.collect.n_sample >= env.n_envs, or fewer envs, with --set.",
+            key="policy.collect.n_sample")
+    on_policy = "replay" not in cfg and "epoch_per_collect" in learn
+    if on_policy and "chunk_len" not in learn and _ints(batch, n_sample) and batch > n_sample:
+        raise ConfigRangeError(
+            f"config keys 'policy.learn.batch_size' ({batch}) and 'policy.collect.n_sample' "
+            f"({n_sample}): a minibatch is cut from one rollout of n_sample env steps, so it "
+            f"cannot be larger; lower policy.learn.batch_size or raise policy.collect.n_sample "
+            f"with --set.", key="policy.learn.batch_size")
+
+
+def budget_warnings(cfg: Mapping) -> List[str]:
+    """One line for each way an online off-policy run's budget leaves it (nearly) untrained:
+    it ends before the warm-up, or its update ratio gives no update in the whole budget. A
+    smoke run may want exactly that, so these are warnings, not errors."""
+    replay = cfg.get("replay")
+    policy = cfg.get("policy") or {}
+    learn, collect = policy.get("learn") or {}, policy.get("collect") or {}
+    budget = cfg.get("max_env_step")
+    if cfg.get("dataset") or not replay or not _ints(budget):
+        return []
+    warm = max(int(replay.get("min_samples") or 0), int(learn.get("batch_size") or 1))
+    if budget <= warm:
+        return [f"max_env_step={budget} ends before learning starts (replay.min_samples="
+                f"{replay.get('min_samples')}, policy.learn.batch_size={learn.get('batch_size')}: "
+                f"updates begin after {warm} transitions): this run makes no update; raise the "
+                f"budget or lower replay.min_samples"]
+    per_iter, n_sample = learn.get("update_per_collect"), collect.get("n_sample")
+    ratio = replay.get("max_updates_per_step")
+    if ratio is None and _ints(per_iter, n_sample) and n_sample > 0:
+        ratio = per_iter / n_sample
+    if isinstance(ratio, numbers.Real) and (budget - warm) * ratio < 1:
+        return [f"max_env_step={budget} with {ratio:g} updates per env step (policy.learn."
+                f"update_per_collect / policy.collect.n_sample, or replay.max_updates_per_step) "
+                f"after {warm} warm-up transitions gives no update in the whole budget; raise "
+                f"the budget or the update ratio"]
+    return []

@@ -13,6 +13,8 @@ import threading
 import warnings
 from typing import Any, Dict, Iterable, Iterator, List, Optional
 
+from rlpipe.config_checks import budget_warnings
+
 from ._folder_errors import run_folder_errors
 from ._registry import Entry, _drop_stale_stop_value, _entry_to_train, get_entry
 
@@ -182,6 +184,8 @@ def train(name: Optional[str] = None, seed: int = 0, overrides: Iterable[str] = 
     overrides = list(overrides)
     cfg = entry.resolve(user, overrides)
     _drop_stale_stop_value(entry, cfg, overrides)
+    for warning in budget_warnings(cfg):
+        logging.getLogger("rlpipe").warning("%s: %s", name, warning)
     check_distributed(name, cfg, cfg.get("parallel", {}).get("collectors", 0))
     if cfg.get("init_from"):
         _check_init_from(entry, cfg)
