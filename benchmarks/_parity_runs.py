@@ -99,7 +99,12 @@ def _run_rlpipe(task: ParityTask, seed: int, evaluator: GreedyEvaluator) -> tupl
             made.append(self)
 
     pipe = _onpolicy if task.algo == "ppo" else _offpolicy
-    cfg = pipe.resolve_config(base, dict(task.rlpipe, seed=seed))
+    if task.defaults:  # what `rlpipe train --algo ALGO --env ENV` trains
+        from rlpipe.zoo import get_entry
+
+        cfg = get_entry(f"{task.algo}@{task.env_id}").resolve(dict(task.rlpipe, seed=seed))
+    else:
+        cfg = pipe.resolve_config(base, dict(task.rlpipe, seed=seed))
     seed_everything(seed)
     limit_torch_threads()
     build = pipe.build_onpolicy if task.algo == "ppo" else pipe.build_offpolicy

@@ -28,6 +28,10 @@ class ParityTask:
     sb3: Dict[str, Any]             # keyword arguments of the SB3 algorithm's constructor
     n_envs: int = 1                 # training envs, the same on both sides
     requires: Optional[str] = None  # module the env needs (an extra), e.g. "Box2D", "mujoco"
+    # True: each framework at its own defaults. rlpipe trains what `rlpipe train --algo ALGO
+    # --env ENV` resolves (its standard defaults), with `rlpipe` holding only the run's budget
+    # and the parked evaluator; SB3 gets no constructor argument but the env.
+    defaults: bool = False
 
     def points(self) -> List[int]:
         """The nominal env steps of the evaluations: eval_every, 2·eval_every, …, budget."""
@@ -200,7 +204,28 @@ _TD3_HOPPER = ParityTask(
              policy_kwargs=dict(net_arch=[400, 300])),
 )
 
-TASKS: Dict[str, ParityTask] = {t.name: t for t in (
+# --- Both frameworks at their defaults --------------------------------------------------------
+def _at_defaults(algo: str, env_id: str, budget: int, eval_every: int) -> ParityTask:
+    """`algo` on `env_id` with nothing but the budget given, on both sides: rlpipe's generic
+    run (`rlpipe.standard_defaults`) against `SB3ALGO("MlpPolicy", env)` with one env."""
+    parked = dict(eval=dict(evaluator=dict(eval_freq=10**9, n_episode=1)))
+    return ParityTask(
+        name=f"defaults-{algo}-{env_id.split('-')[0].lower()}-{budget // 1000}k", algo=algo,
+        env_id=env_id, budget=budget, eval_every=eval_every, eval_episodes=10,
+        rlpipe=dict(max_env_step=budget, progress=False,
+                    env=dict(eval_n_envs=1, stop_value=None), policy=parked),
+        sb3={}, n_envs=1, defaults=True)
+
+
+DEFAULTS: Dict[str, ParityTask] = {t.name: t for t in (
+    _at_defaults("sac", "Pendulum-v1", 20_000, 2000),
+    _at_defaults("td3", "Pendulum-v1", 20_000, 2000),
+    _at_defaults("ppo", "CartPole-v1", 100_000, 5000),
+    _at_defaults("dqn", "CartPole-v1", 100_000, 5000),
+    _at_defaults("ppo", "Acrobot-v1", 100_000, 5000),
+)}
+
+TASKS: Dict[str, ParityTask] = {**DEFAULTS, **{t.name: t for t in (
     _DQN_CARTPOLE.scaled("dqn-cartpole-20k", 20_000, 1000, 10),
     # rl-zoo's exploration_fraction 0.16 read against a 20k budget, as SB3 reads it when
     # learn(total_timesteps=20_000) is given rl-zoo's yml: ε decays over 3200 env steps.
@@ -216,7 +241,7 @@ TASKS: Dict[str, ParityTask] = {t.name: t for t in (
     _TD3_PENDULUM,
     _SAC_HOPPER,
     _TD3_HOPPER,
-)}
+)}}
 
 # --quick: tiny budgets that only prove the harness runs end to end (numbers mean nothing).
 QUICK: Dict[str, ParityTask] = {t.name: t for t in (
