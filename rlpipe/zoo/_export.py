@@ -30,7 +30,6 @@ from ._evaluate import load_run, run_env
 from ._export_check import compare, env_inputs, sample_inputs, sample_masks
 from ._export_face import MASK_INPUT, ExportError, InputSpec, acting_module, refusal
 from ._pipeline import make_policy
-from ._run import limit_torch_threads
 
 FORMATS = EXPORT_SUFFIXES  # --format → the file's suffix
 OUTPUT = "action"
@@ -184,7 +183,6 @@ def export_run(target: str, fmt: str = "onnx", out: Optional[str] = None, which:
         raise IsADirectoryError(f"--out {path} is a folder; give a file name such as "
                                 f"{path / run.export_file(fmt).name}")
     path.parent.mkdir(parents=True, exist_ok=True)
-    limit_torch_threads()
     _on_cpu(cfg.policy)
     env = run_env(cfg, ENV_COPIES, seed, entry.policy_cls)
     tmp = path.with_name(temp_name(path.name))
