@@ -73,6 +73,16 @@ class MissingDependencyError(ImportError):
     """An optional dependency of a zoo entry is not installed."""
 
 
+def require_extra(modules: Iterable[str], what: str, extra: str) -> None:
+    """Raise MissingDependencyError, one line naming the extra that installs them, when any of
+    the optional packages `modules` is not installed; `what` is the feature that needs them."""
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        verb = "is" if len(missing) == 1 else "are"
+        raise MissingDependencyError(f"{what} needs {' and '.join(missing)}, which {verb} not "
+                                     f"installed; install it with: pip install \"rlpipe[{extra}]\"")
+
+
 @dataclasses.dataclass
 class Entry:
     """A zoo entry: its name, module, config and `main`."""
