@@ -191,18 +191,14 @@ def check_single_agent(algo: str, cls: type, env_id: str, obs_space: gym.Space,
     the multi-agent one needs instead."""
     if not getattr(cls, "multi_agent", False):
         return
-    from ._registry import list_entries
-
     fits = _single_agent_fits(obs_space, action_space)
     instead = (f"train it with a single-agent algorithm ({', '.join(f'--algo {n}' for n in fits)})"
                if fits else "no single-agent algorithm registered here takes its spaces")
-    entries = [n for n in list_entries() if n.endswith(f"-{algo}")]
-    how = (f"; the zoo trains it as {' or '.join(f'`rlpipe train {n}`' for n in entries)} "
-           f"(another env: --set env.id=ID)") if entries else ""
     raise ValueError(f"{env_id} is a single-agent env, but --algo {algo} is a multi-agent "
                      f"algorithm: {instead}. {algo} needs a PettingZoo parallel env, named by a "
                      f"module path such as 'mpe2/simple_spread_v3' or 'module:factory' "
-                     f"(pip install \"rlpipe[marl]\"){how}; see docs/multi_agent.md")
+                     f"(pip install \"rlpipe[marl]\"); the zoo's multi-agent entries train it "
+                     f"(`rlpipe list`; another env: --set env.id=ID), see docs/multi_agent.md")
 
 
 def run_name(algo: str, env_id: str) -> str:

@@ -68,7 +68,7 @@ def test_env_without_reward_threshold_has_no_stop_value(capsys):
     (["--algo", "mappo", "--env", "CartPole-v1"],
      ["CartPole-v1 is a single-agent env", "--algo mappo is a multi-agent algorithm",
       "--algo dqn", "--algo ppo", "PettingZoo parallel env", "'mpe2/simple_spread_v3'",
-      "`rlpipe train simple-spread-mappo`", "rlpipe[marl]"]),
+      "multi-agent entries train it (`rlpipe list`", "rlpipe[marl]"]),
     (["cartpole-dqn", "--algo", "ppo", "--env", "CartPole-v1"], ["not both"]),
     (["--algo", "no_such_module:Policy", "--env", "CartPole-v1"], ["cannot import"]),
 ])
