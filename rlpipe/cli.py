@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import sys
 from typing import List, Optional
 
@@ -139,11 +140,12 @@ def _add_algo_env(command: argparse.ArgumentParser) -> None:
 
 
 def first_sentence(doc: str) -> str:
-    """The first sentence of a docstring's first paragraph, joined across its lines (up to the
-    first full stop followed by a space, or the paragraph's end)."""
+    """The first sentence of a docstring's first paragraph, joined across its lines: up to the
+    first full stop followed by a space that does not end an abbreviation ("et al.", "e.g.",
+    "i.e.", "cf.", "vs."), or the paragraph's end."""
     paragraph = " ".join(doc.strip().split("\n\n", 1)[0].split())
-    end = paragraph.find(". ")
-    return paragraph if end < 0 else paragraph[: end + 1]
+    end = re.search(r"(?<!\bal)(?<!\be\.g)(?<!\bi\.e)(?<!\bcf)(?<!\bvs)\. ", paragraph)
+    return paragraph if end is None else paragraph[: end.start() + 1]
 
 
 def spaces_table(names: Optional[List[str]] = None) -> str:
@@ -173,23 +175,42 @@ def spaces_table(names: Optional[List[str]] = None) -> str:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from rlpipe.zoo import get_entry, list_entries
-    from rlpipe.zoo._generic import import_modules, trainable_names
+    from rlpipe.zoo._registry import listed_algorithms, list_entries
 
     if args.imports and not args.spaces:
         raise ValueError("--import only goes with --spaces (it imports modules that "
                          "register policies, to show them in the table); add --spaces")
     if args.spaces:
+        from rlpipe.zoo._generic import import_modules
+
         import_modules(args.imports)
         print(spaces_table())  # every policy that declares a pipeline, offline ones included
         return 0
-    for name in list_entries():
-        print(f"{name:28s} {first_sentence(get_entry(name).module.__doc__ or '')}")
-    print(f"\nany env: rlpipe train --algo {{{','.join(trainable_names('online'))}}} --env ENV")
-    print(f"a data set: rlpipe train --algo {{{','.join(trainable_names('offline'))}}} "
+    names = list_entries()
+    width = max(len(name) for name in names) + 2
+    for name in names:
+        print(f"{name.ljust(width)}{first_sentence(_entry_docstring(name))}")
+    print(f"\nany env: rlpipe train --algo {{{','.join(listed_algorithms('online'))}}} --env ENV")
+    print(f"a data set: rlpipe train --algo {{{','.join(listed_algorithms('offline'))}}} "
           f"--dataset ID (see rlpipe dataset --help)")
     print("which algorithm takes which spaces: rlpipe list --spaces")
     return 0
+
+
+def _entry_docstring(name: str) -> str:
+    """Zoo entry `name`'s module docstring, read from its source file: importing the module
+    would import torch and the entry's env packages only to print one sentence."""
+    import ast
+    import importlib.util
+
+    from rlpipe.zoo._registry import ENTRIES
+
+    spec = importlib.util.find_spec(ENTRIES[name])
+    if spec is None or spec.origin is None:
+        raise ImportError(f"zoo entry {name!r}: its module {ENTRIES[name]} is missing from the "
+                          f"rlpipe install; reinstall it (pip install -e .)")
+    with open(spec.origin, encoding="utf-8") as source:
+        return ast.get_docstring(ast.parse(source.read())) or ""
 
 
 def _cmd_config(args: argparse.Namespace) -> int:
@@ -300,71 +321,64 @@ def _cmd_graph(args: argparse.Namespace) -> int:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    from rlpipe.zoo._cli_errors import debug_requested, explain, format_traceback
-    from rlpipe.engine.parallel import LearnerDiedError
-    from rlpipe.envs import EnvFailureError
-    from rlpipe.zoo import Interrupted
-    from rlpipe.zoo._export_cli import run_export
+    from rlpipe.zoo._cli_errors import debug_requested
 
     args = _parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # for `train --seeds`'s children
     debug = debug_requested(args.debug)
-    from rlpipe.middleware.progress import BarLogHandler
+    if args.command != "list":  # `rlpipe list` logs nothing, and stays clear of torch
+        from rlpipe.middleware.progress import BarLogHandler
 
-    console = BarLogHandler()  # log lines go above the progress bar, not onto it
-    console.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=logging.WARNING, handlers=[console])
+        console = BarLogHandler()  # log lines go above the progress bar, not onto it
+        console.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        logging.basicConfig(level=logging.WARNING, handlers=[console])
     try:
-        if args.command == "list":
-            return _cmd_list(args)
-        if args.command == "train":
-            return _cmd_train(args)
-        if args.command == "plot":
-            return _cmd_plot(args)
-        if args.command == "graph":
-            return _cmd_graph(args)
-        if args.command == "config":
-            return _cmd_config(args)
-        if args.command == "dataset":
-            from rlpipe.zoo._dataset_cli import run_dataset_command
-
-            return run_dataset_command(args)
-        if args.command == "report":
-            from rlpipe.zoo._after_cli import cmd_report
-
-            return cmd_report(args)
-        if args.command == "export":
-            return run_export(args)
-        if args.command == "tune":
-            from rlpipe.zoo._tune_cli import run_tune
-
-            return run_tune(args)
-        if args.command in ("serve", "trainer", "worker"):
-            from rlpipe.zoo._cluster_cli import run_cluster_command
-
-            return run_cluster_command(args, _print_summary)
-        return _cmd_eval(args)
-    except Interrupted as stop:
-        if stop.summary is not None:
-            _print_summary(stop.summary, stop.signal_name)
-        print(f"rlpipe {args.command}: {stop}", file=sys.stderr)
-        return stop.exit_code
+        return _run_command(args)
     except KeyboardInterrupt:
         print("rlpipe: interrupted", file=sys.stderr)
         return 130
-    except LearnerDiedError as died:
-        print(f"rlpipe {args.command}: error: {died}", file=sys.stderr)
-        return 1
-    # bad input and unwritable folders: one line, exit 2; a run stopped by non-finite numbers or
-    # a crash-looping env: one paragraph naming the checkpoint to resume from, exit 1
-    except (KeyError, ValueError, TypeError, ImportError, OSError, FloatingPointError,
-            EnvFailureError) as exc:
-        if debug:
-            print(format_traceback(exc), file=sys.stderr, end="")
-        message, code = explain(exc, args.command,
-                                getattr(args, "resume", None) or getattr(args, "run_dir", None))
-        print(message, file=sys.stderr)
+    except Exception as exc:  # noqa: BLE001 - the kinds `report` explains; others propagate
+        from rlpipe.zoo._cli_errors import report
+
+        run_dir = getattr(args, "resume", None) or getattr(args, "run_dir", None)
+        code = report(exc, args.command, run_dir, debug, _print_summary)
+        if code is None:
+            raise
         return code
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    if args.command == "list":
+        return _cmd_list(args)
+    if args.command == "train":
+        return _cmd_train(args)
+    if args.command == "plot":
+        return _cmd_plot(args)
+    if args.command == "graph":
+        return _cmd_graph(args)
+    if args.command == "config":
+        return _cmd_config(args)
+    if args.command == "dataset":
+        from rlpipe.zoo._dataset_cli import run_dataset_command
+
+        return run_dataset_command(args)
+    if args.command == "report":
+        from rlpipe.zoo._after_cli import cmd_report
+
+        return cmd_report(args)
+    if args.command == "export":
+        from rlpipe.zoo._export_cli import run_export
+
+        return run_export(args)
+    if args.command == "tune":
+        from rlpipe.zoo._tune_cli import run_tune
+
+        return run_tune(args)
+    if args.command in ("serve", "trainer", "worker"):
+        from rlpipe.zoo._cluster_cli import run_cluster_command
+
+        return run_cluster_command(args, _print_summary)
+    return _cmd_eval(args)
 
 
 if __name__ == "__main__":

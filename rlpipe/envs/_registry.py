@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import functools
 import importlib.util
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -137,16 +138,29 @@ def _describe(target: str | EnvFactory) -> str:
 
 
 def _unknown_message(env: str) -> str:
-    by_lower: dict[str, str] = {name: name for name in _REGISTRY}
-    for gym_id in gym.registry:
-        by_lower.setdefault(gym_id.lower(), gym_id)
-    close = difflib.get_close_matches(env.lower(), list(by_lower), n=5, cutoff=0.6)
-    hint = f" Close matches: {', '.join(repr(by_lower[c]) for c in close)}." if close else ""
+    close = _close_ids(env, [*_REGISTRY, *gym.registry])
+    hint = f" Close matches: {', '.join(repr(c) for c in close)}." if close else ""
     return (
         f"unknown environment {env!r}: it is neither a short name registered with "
         f"rlpipe.envs.register_env ({', '.join(sorted(_REGISTRY))}) nor a gymnasium id.{hint} "
         f"Environments from other packages must be imported first (e.g. `import ale_py`)."
     )
+
+
+def _close_ids(env: str, known: list[str], n: int = 3) -> list[str]:
+    """The known ids whose name (without its ``-vN`` version) is close to `env`'s, the one
+    closest to `env` as typed first: a typo (CartPol-v1) or another version (CartPole-v2) gets
+    CartPole-v1, while the version suffix alone makes nothing close (Nope-v0 is not Hopper-v5)."""
+    def name(env_id: str) -> str:
+        return re.sub(r"-v\d+$", "", env_id.lower())
+
+    by_name: dict[str, list[str]] = {}
+    for env_id in known:
+        by_name.setdefault(name(env_id), []).append(env_id)
+    names = difflib.get_close_matches(name(env), list(by_name), n=n, cutoff=0.8)
+    ids = [env_id for found in names for env_id in by_name[found]]
+    ratio = {i: difflib.SequenceMatcher(None, env.lower(), i.lower()).ratio() for i in ids}
+    return sorted(ids, key=lambda i: -ratio[i])[:n]
 
 
 def install_hint(source: EnvSource, exc: Exception) -> str:

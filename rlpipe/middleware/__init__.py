@@ -1,4 +1,5 @@
 """The middleware library: each item is `fn(ctx)` (or builds one) with a declared contract."""
+from rlpipe._threads import apply_thread_policy
 from .buffer_io import concat_steps, data_pusher, nstep_reward_enhancer, offpolicy_data_fetcher
 from .ckpt import CkptSaver, NonFiniteStateError, load_checkpoint, restore_checkpoint
 from .collector import EpisodeCollector, StepCollector, inferencer, rolloutor
@@ -52,3 +53,5 @@ __all__ = [
     "termination_checker",
     "trainer",
 ]
+
+apply_thread_policy()  # torch is imported by now: one thread by default (rlpipe/_threads.py)

@@ -1,4 +1,5 @@
 """rlpipe.models: torch networks (no knowledge of the rest of rlpipe)."""
+from rlpipe._threads import apply_thread_policy
 from ._errors import ObservationShapeError, UnsupportedSpaceError
 from .actor_critic import ActorCritic, RunningNorm
 from .continuous import DeterministicActor, GaussianActor, SquashedGaussianActor, TwinQCritic
@@ -34,3 +35,5 @@ __all__ = [
     "build_encoder",
     "obs_as_tensor",
 ]
+
+apply_thread_policy()  # torch is imported by now: one thread by default (rlpipe/_threads.py)

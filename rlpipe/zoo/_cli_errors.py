@@ -6,18 +6,20 @@ or env (exit 1) naming what failed and the checkpoint to resume from. `--debug` 
 from __future__ import annotations
 
 import os
+import sys
 import traceback
 import warnings
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Optional, Tuple
 
-from rlpipe.envs import EnvFailureError
-from rlpipe.middleware import load_checkpoint
 from rlpipe.runs import BEST_CHECKPOINT, CheckpointError, RunDir
 from ._folder_errors import RunDirError
 
+if TYPE_CHECKING:
+    from rlpipe.envs import EnvFailureError
+
 __all__ = ["RUN_FAILED", "USAGE_ERROR", "debug_requested", "explain", "format_traceback",
-           "last_checkpoint"]
+           "last_checkpoint", "report"]
 
 USAGE_ERROR = 2
 RUN_FAILED = 1
@@ -35,6 +37,8 @@ def last_checkpoint(run_dir: Optional[str]) -> Optional[Tuple[Path, dict]]:
     from, chosen as resume chooses it (`load_checkpoint(run_dir, which="resumable")`: the newest
     end-of-iteration checkpoint that verifies, with its resume state); `record` holds its
     `train_iter` and `env_step`. None when the run has no folder or no such checkpoint."""
+    from rlpipe.middleware import load_checkpoint  # torch: imported when a run has failed
+
     if not run_dir or not RunDir(run_dir).ckpt.is_dir():
         return None
     with warnings.catch_warnings():  # a refused file is skipped here as resume skips it
@@ -110,6 +114,8 @@ def _env_paragraph(err: EnvFailureError, run_dir: Optional[str]) -> str:
 def explain(err: BaseException, command: str, run_dir: Optional[str]) -> Tuple[str, int]:
     """(the message for stderr, the exit code) of an error that ended `rlpipe <command>`;
     `run_dir` is the run's folder where the CLI knows it (an error may carry its own)."""
+    from rlpipe.envs import EnvFailureError
+
     run_dir = getattr(err, "run_dir", None) or run_dir
     if isinstance(err, RunDirError):
         return f"rlpipe {command}: error: {err}", USAGE_ERROR
@@ -129,3 +135,33 @@ def explain(err: BaseException, command: str, run_dir: Optional[str]) -> Tuple[s
 def format_traceback(err: BaseException) -> str:
     """The full traceback of `err`, as `--debug` shows it."""
     return "".join(traceback.format_exception(err))
+
+
+def report(err: Exception, command: str, run_dir: Optional[str], debug: bool,
+           print_summary: Callable[[Any, Optional[str]], None]) -> Optional[int]:
+    """Print what ended `rlpipe <command>` on stderr and return its exit code; None for an
+    error the command line does not explain (the caller lets it propagate with its traceback).
+    An interrupted run's summary goes through `print_summary(summary, signal_name)`. The error
+    classes are imported here, once one is raised, so that `rlpipe list` imports no torch."""
+    from rlpipe.engine.parallel import LearnerDiedError
+    from rlpipe.envs import EnvFailureError
+    from rlpipe.zoo._train import Interrupted
+
+    if isinstance(err, Interrupted):
+        if err.summary is not None:
+            print_summary(err.summary, err.signal_name)
+        print(f"rlpipe {command}: {err}", file=sys.stderr)
+        return err.exit_code
+    if isinstance(err, LearnerDiedError):
+        print(f"rlpipe {command}: error: {err}", file=sys.stderr)
+        return RUN_FAILED
+    # bad input and unwritable folders: one line, exit 2; a run stopped by non-finite numbers or
+    # a crash-looping env: one paragraph naming the checkpoint to resume from, exit 1
+    if not isinstance(err, (KeyError, ValueError, TypeError, ImportError, OSError,
+                            FloatingPointError, EnvFailureError)):
+        return None
+    if debug:
+        print(format_traceback(err), file=sys.stderr, end="")
+    message, code = explain(err, command, run_dir)
+    print(message, file=sys.stderr)
+    return code

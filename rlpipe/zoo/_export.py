@@ -30,7 +30,7 @@ from ._evaluate import load_run, run_env
 from ._export_check import compare, env_inputs, sample_inputs, sample_masks
 from ._export_face import MASK_INPUT, ExportError, InputSpec, acting_module, refusal
 from ._pipeline import make_policy
-from ._run import limit_torch_threads
+from ._registry import require_extra
 
 FORMATS = EXPORT_SUFFIXES  # --format → the file's suffix
 OUTPUT = "action"
@@ -111,11 +111,8 @@ def _runner(fmt: str, path: pathlib.Path, names: List[str]
             with torch.no_grad():
                 return loaded(*(torch.as_tensor(inputs[n]) for n in names)).numpy()
         return run_ts
-    try:
-        import onnxruntime as ort
-    except ImportError as err:
-        raise ImportError(f"rlpipe export --format onnx checks the file with onnxruntime, which "
-                          f"is not installed ({err}); pip install 'rlpipe[export]'") from err
+    import onnxruntime as ort  # export_run checked that it is installed
+
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     got = [i.name for i in session.get_inputs()]
     if got != names:
@@ -175,6 +172,9 @@ def export_run(target: str, fmt: str = "onnx", out: Optional[str] = None, which:
     if n_check < 1 or env_steps < 1:
         raise ValueError(f"the check needs at least one observation of each kind, got "
                          f"n_check={n_check}, env_steps={env_steps}")
+    if fmt == "onnx":  # torch's ONNX exporter writes through onnx and onnxscript; the check runs it
+        require_extra(["onnx", "onnxscript", "onnxruntime"],
+                      "rlpipe export --format onnx (or use --format torchscript)", "export")
     entry, cfg, checkpoint, run = load_run(_checkpoint_target(target, which))
     reason = refusal(entry.policy_cls)
     if reason is not None:
@@ -184,7 +184,6 @@ def export_run(target: str, fmt: str = "onnx", out: Optional[str] = None, which:
         raise IsADirectoryError(f"--out {path} is a folder; give a file name such as "
                                 f"{path / run.export_file(fmt).name}")
     path.parent.mkdir(parents=True, exist_ok=True)
-    limit_torch_threads()
     _on_cpu(cfg.policy)
     env = run_env(cfg, ENV_COPIES, seed, entry.policy_cls)
     tmp = path.with_name(temp_name(path.name))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ._export import FORMATS
+from rlpipe.runs import EXPORT_SUFFIXES  # the formats; `rlpipe.zoo._export` imports torch
 
 
 def add_export_parser(sub: "argparse._SubParsersAction") -> argparse.ArgumentParser:
@@ -14,7 +14,7 @@ def add_export_parser(sub: "argparse._SubParsersAction") -> argparse.ArgumentPar
                        "TorchScript file that runs without rlpipe, checked against the policy")
     export.add_argument("target", metavar="RUN",
                         help="a run folder (runs/<name>/<timestamp>/) or a .pt file in it")
-    export.add_argument("--format", dest="fmt", choices=sorted(FORMATS), default="onnx",
+    export.add_argument("--format", dest="fmt", choices=sorted(EXPORT_SUFFIXES), default="onnx",
                         help="onnx (run it with onnxruntime) or torchscript (torch.jit.load)")
     export.add_argument("--out", metavar="FILE",
                         help="the file to write (default RUN/export/policy.onnx or policy.pt); "

@@ -13,14 +13,11 @@ SUFFIXES = (".png", ".svg")
 
 
 def require_matplotlib(command: str) -> None:
-    """Raise MissingDependencyError (an ImportError) naming the extra when matplotlib is absent."""
-    import importlib.util
+    """Raise MissingDependencyError (an ImportError) naming the extra when matplotlib is absent;
+    call it before importing matplotlib."""
+    from ._registry import require_extra
 
-    from ._registry import MissingDependencyError
-
-    if importlib.util.find_spec("matplotlib") is None:
-        raise MissingDependencyError(f"{command} draws with matplotlib, which is not installed; "
-                                     f"install it with: pip install \"rlpipe[plot]\"")
+    require_extra(["matplotlib"], f"{command} (it draws with matplotlib)", "plot")
 
 
 def check_out(path: str, option: str = "--out", suffixes: Sequence[str] = SUFFIXES) -> pathlib.Path:

@@ -173,9 +173,7 @@ def check_fits(algo: str, cls: type, env_id: str, obs_space: gym.Space,
         allowed = getattr(cls, attr)
         if isinstance(space, allowed):
             continue
-        fits = [n for n in trainable_names("online")
-                if not getattr(get_policy(n), "multi_agent", False) and isinstance(obs_space, get_policy(n).obs_space_types)
-                and isinstance(action_space, get_policy(n).action_space_types)]
+        fits = _single_agent_fits(obs_space, action_space)
         needs = " or ".join(t.__name__ for t in allowed)
         instead = (": use " + ", ".join(f"--algo {n}" for n in fits[:-1])
                    + (" or " if len(fits) > 1 else "") + f"--algo {fits[-1]}") if fits else \
@@ -183,6 +181,31 @@ def check_fits(algo: str, cls: type, env_id: str, obs_space: gym.Space,
         table = f" ({spaces_line()})" if what == "action" else ""
         raise ValueError(f"{algo} needs a {needs} {what} space; {env_id}'s {what}s are "
                          f"{space!r}{instead}{table}")
+
+
+def _single_agent_fits(obs_space: gym.Space, action_space: gym.Space) -> List[str]:
+    """The registered single-agent algorithms that take these spaces."""
+    return [n for n in trainable_names("online")
+            if not getattr(get_policy(n), "multi_agent", False)
+            and isinstance(obs_space, get_policy(n).obs_space_types)
+            and isinstance(action_space, get_policy(n).action_space_types)]
+
+
+def check_single_agent(algo: str, cls: type, env_id: str, obs_space: gym.Space,
+                       action_space: gym.Space) -> None:
+    """Raise a ValueError in CLI words when a multi-agent algorithm is given a single-agent env
+    (one that `probe_env` could build: a gymnasium env): which algorithms fit that env, and what
+    the multi-agent one needs instead."""
+    if not getattr(cls, "multi_agent", False):
+        return
+    fits = _single_agent_fits(obs_space, action_space)
+    instead = (f"train it with a single-agent algorithm ({', '.join(f'--algo {n}' for n in fits)})"
+               if fits else "no single-agent algorithm registered here takes its spaces")
+    raise ValueError(f"{env_id} is a single-agent env, but --algo {algo} is a multi-agent "
+                     f"algorithm: {instead}. {algo} needs a PettingZoo parallel env, named by a "
+                     f"module path such as 'mpe2/simple_spread_v3' or 'module:factory' "
+                     f"(pip install \"rlpipe[marl]\"); the zoo's multi-agent entries train it "
+                     f"(`rlpipe list`; another env: --set env.id=ID), see docs/multi_agent.md")
 
 
 def run_name(algo: str, env_id: str) -> str:
@@ -307,6 +330,7 @@ def generic_name(algo: str, env_id: Optional[str], imports: Iterable[str] = (),
     cls = policy_class(algo)
     if dataset is None:
         obs_space, action_space, threshold = probe_env(env_id)
+        check_single_agent(algo, cls, env_id, obs_space, action_space)
         check_fits(algo, cls, env_id, obs_space, action_space)
         return f"{canonical_algo(algo, cls)}{SEP}{env_id}", threshold
     from ._offline import spec_of

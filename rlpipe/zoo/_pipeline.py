@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, Iterator, Tuple
 
 from rlpipe.engine import task
 
-from ._run import limit_torch_threads, seed_everything
+from ._run import seed_everything
 from ._tail import previous_best, summary
 
 
@@ -59,7 +59,6 @@ def make_policy(cfg: Any, policy_cls: Any, env: Any) -> Any:
 def run_pipeline(cfg: Any, build: Callable[[], Pipeline]) -> Dict[str, Any]:
     """Seed, build the pipeline, run it on the global task, close its envs; the run's summary."""
     seed_everything(cfg.seed)
-    limit_torch_threads()
     pipeline = build()
     start = time.perf_counter()
     best = previous_best(cfg)  # a resumed run's best so far

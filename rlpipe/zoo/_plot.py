@@ -148,11 +148,10 @@ def curves(paths: Sequence[str], points: int = 200) -> List[Curve]:
 
 def draw_curves(drawn: Sequence[Curve]) -> object:
     """A matplotlib Figure: one panel per metric, a line (and band) per group."""
-    from matplotlib.figure import Figure
-
     from ._figures import require_matplotlib
 
     require_matplotlib("rlpipe plot")
+    from matplotlib.figure import Figure
     metrics = [m for m in METRICS if any(c.metric == m for c in drawn)]
     fig = Figure(figsize=(5.2 * len(metrics), 3.6), layout="constrained")
     axes = fig.subplots(1, len(metrics), squeeze=False)[0]

@@ -17,8 +17,6 @@ from rlpipe.config import apply_overrides
 from rlpipe.config_checks import check_config
 from rlpipe.standard_defaults import explicit_keys
 
-from ._generic import build_module, generic_name, is_generic
-
 ENTRIES: Dict[str, str] = {
     "cartpole-dqn": "rlpipe.zoo.cartpole.dqn",
     "acrobot-dqn": "rlpipe.zoo.acrobot.dqn",
@@ -61,9 +59,29 @@ ENTRIES: Dict[str, str] = {
     "multiwalker-mappo": "rlpipe.zoo.multiwalker.mappo",
 }
 
+# rlpipe's own trainable algorithms and the pipeline of each (the policy class's `pipeline`),
+# written out so that `rlpipe list` prints them without importing the policies (and torch);
+# tests/zoo/test_cli.py checks it against the policy registry.
+BUILT_IN_PIPELINES: Dict[str, str] = {
+    "dqn": "off-policy", "r2d2": "off-policy", "sac": "off-policy", "td3": "off-policy",
+    "ppo": "on-policy", "ppo-lstm": "on-policy", "mappo": "on-policy", "ippo": "on-policy",
+    "bc": "offline", "cql": "offline", "discrete-cql": "offline", "iql": "offline",
+    "td3-bc": "offline",
+}
+
 
 class MissingDependencyError(ImportError):
     """An optional dependency of a zoo entry is not installed."""
+
+
+def require_extra(modules: Iterable[str], what: str, extra: str) -> None:
+    """Raise MissingDependencyError, one line naming the extra that installs them, when any of
+    the optional packages `modules` is not installed; `what` is the feature that needs them."""
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        verb = "is" if len(missing) == 1 else "are"
+        raise MissingDependencyError(f"{what} needs {' and '.join(missing)}, which {verb} not "
+                                     f"installed; install it with: pip install \"rlpipe[{extra}]\"")
 
 
 @dataclasses.dataclass
@@ -124,11 +142,22 @@ def list_entries() -> List[str]:
     return sorted(ENTRIES)
 
 
+def listed_algorithms(source: str) -> List[str]:
+    """rlpipe's own algorithms that train from an env (`source` "online": every pipeline but
+    "offline") or from a data set ("offline": the offline and off-policy ones), sorted."""
+    wanted = {"online": ("off-policy", "on-policy"), "offline": ("offline", "off-policy")}
+    if source not in wanted:
+        raise ValueError(f"listed_algorithms(source={source!r}): 'online' or 'offline'")
+    return sorted(n for n, pipeline in BUILT_IN_PIPELINES.items() if pipeline in wanted[source])
+
+
 def get_entry(name: str, stop_value: Optional[float] = None, imports: Iterable[str] = ()) -> Entry:
     """The zoo entry called `name`; an unknown name is an error listing close matches.
 
     A name ``ALGO@ENV`` is a generic entry (see `_generic.py`): the algorithm's defaults on that
     env, with `stop_value` and `imports` (modules imported first) in its config."""
+    from ._generic import build_module, is_generic  # imports the policies (and torch)
+
     if is_generic(name):
         return Entry(name, build_module(name, stop_value, imports))
     if name not in ENTRIES:
@@ -155,6 +184,8 @@ def _drop_stale_stop_value(entry: Entry, cfg: Any, overrides: Iterable[str]) -> 
 
 def _entry_to_train(name: Optional[str], algo: Optional[str], env: Optional[str],
                     imports: List[str], dataset: Optional[str] = None) -> Entry:
+    from ._generic import generic_name  # imports the policies (and torch)
+
     if dataset is not None:
         if name:
             raise ValueError(f"give a zoo entry ({name!r}) or --algo/--dataset, not both; to "

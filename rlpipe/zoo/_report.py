@@ -219,11 +219,10 @@ def markdown(estimates: Sequence[EntryEstimate], reps: int) -> str:
 
 def draw(estimates: Sequence[EntryEstimate]) -> Any:
     """The interval plot: a panel per metric, a row per entry (bar = interval, tick = point)."""
-    from matplotlib.figure import Figure
-
     from ._figures import require_matplotlib
 
     require_matplotlib("rlpipe report")
+    from matplotlib.figure import Figure
     height = BASE_INCHES + ROW_INCHES * len(estimates)
     fig = Figure(figsize=(PANEL_INCHES * len(METRICS), height), layout="constrained")
     axes = fig.subplots(1, len(METRICS), sharey=True)

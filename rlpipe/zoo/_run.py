@@ -73,11 +73,5 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def limit_torch_threads(n: Optional[int] = None) -> None:
-    """Small networks run fastest on one intra-op thread, and it leaves the other core to the
-    envs or to the second pipeline thread in async mode."""
-    torch.set_num_threads(n or 1)
-
-
 def describe(cfg: Any) -> str:
     return json.dumps(to_plain(cfg), default=str)

@@ -79,6 +79,43 @@ def test_first_sentence_joins_lines_and_stops_at_the_full_stop():
     assert first_sentence("DQN on X: solves\n(it) in 5k steps. More here.\n\nDetails.") == \
         "DQN on X: solves (it) in 5k steps."
     assert first_sentence("No full stop\nat all\n\nnext paragraph.") == "No full stop at all"
+    assert first_sentence("As in Yu et al. 2022, e.g. the critic. Then more.") == \
+        "As in Yu et al. 2022, e.g. the critic."
+
+
+def test_list_reads_no_torch_and_no_env_packages():
+    """`rlpipe list` prints names and docstrings: it imports neither torch nor gymnasium (a
+    first command should answer at once)."""
+    script = ("import sys\nfrom rlpipe.cli import main\nassert main(['list']) == 0\n"
+              "print(sorted(m for m in ('torch', 'gymnasium', 'pettingzoo') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True).stdout
+    assert "cartpole-dqn" in out and out.strip().splitlines()[-1] == "[]"
+
+
+def test_list_aligns_descriptions_after_the_longest_name_and_keeps_et_al(capsys):
+    from rlpipe.zoo import list_entries
+
+    assert main(["list"]) == 0
+    lines = capsys.readouterr().out.splitlines()[:len(list_entries())]
+    longest = max(list_entries(), key=len)
+    starts = {len(ln) - len(ln.split(maxsplit=1)[1]) for ln in lines}
+    assert starts == {len(longest) + 2}  # one column, two spaces after the longest name
+    ippo = next(ln for ln in lines if ln.startswith("simple-spread-ippo "))
+    assert "(de Witt et al. 2020; parameters shared, with an agent id)." in ippo
+
+
+def test_list_prints_the_registry_s_algorithms():
+    """`rlpipe list` names the algorithms from a table (it does not import the policies);
+    the table matches the policy registry's trainable ones and their pipelines."""
+    from rlpipe.policies import get_policy
+    from rlpipe.zoo._generic import trainable_names
+    from rlpipe.zoo._registry import BUILT_IN_PIPELINES, listed_algorithms
+
+    assert sorted(BUILT_IN_PIPELINES) == sorted(trainable_names())
+    assert {n: get_policy(n).pipeline for n in BUILT_IN_PIPELINES} == BUILT_IN_PIPELINES
+    for source in ("online", "offline"):
+        assert listed_algorithms(source) == trainable_names(source)
 
 
 def test_config_prints_every_key_with_its_meaning(capsys):

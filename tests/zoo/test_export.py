@@ -152,6 +152,18 @@ def test_bad_requests_are_one_line_errors(tmp_path, capsys):
     assert "is a folder" in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("missing", ["onnxscript", "onnxruntime"])
+def test_onnx_without_its_packages_names_the_extra_to_install(missing, tmp_path, monkeypatch,
+                                                               capsys):
+    monkeypatch.setitem(sys.modules, missing, None)  # as if it were not installed
+    assert main(["export", str(tmp_path / "run")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"rlpipe export: error: rlpipe export --format onnx (or use --format torchscript) needs "
+        f"{missing}, which is not installed; install it with: pip install \"rlpipe[export]\"")
+    assert main(["export", str(tmp_path / "run"), "--format", "torchscript"]) == 2
+    assert "does not exist" in capsys.readouterr().err  # TorchScript needs neither
+
+
 @pytest.mark.parametrize("entry", ["cartpole-novel-ppo-lstm"])
 def test_a_recurrent_run_is_refused_in_one_line(entry, tmp_path, capsys):
     run_dir = tmp_path / "lstm"

@@ -63,6 +63,12 @@ def test_env_without_reward_threshold_has_no_stop_value(capsys):
     (["--algo", "dqm", "--env", "CartPole-v1"], ["no algorithm of that name", "dqn, ", "ppo, ", "sac, "]),
     (["--algo", "ppo"], ["--env is missing"]),
     (["--algo", "ppo", "--env", "NoSuchEnv-v0"], ["unknown environment 'NoSuchEnv-v0'"]),
+    (["--algo", "ppo", "--env", "CartPol-v1"], ["unknown environment 'CartPol-v1'",
+                                               "Close matches: 'CartPole-v1'"]),
+    (["--algo", "mappo", "--env", "CartPole-v1"],
+     ["CartPole-v1 is a single-agent env", "--algo mappo is a multi-agent algorithm",
+      "--algo dqn", "--algo ppo", "PettingZoo parallel env", "'mpe2/simple_spread_v3'",
+      "multi-agent entries train it (`rlpipe list`", "rlpipe[marl]"]),
     (["cartpole-dqn", "--algo", "ppo", "--env", "CartPole-v1"], ["not both"]),
     (["--algo", "no_such_module:Policy", "--env", "CartPole-v1"], ["cannot import"]),
 ])
@@ -74,6 +80,15 @@ def test_what_cannot_train_says_why_in_cli_words(argv, expected, tmp_path, monke
     for text in expected:
         assert text in err
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("env", ["Nope-v0", "MyRobot-v1"])
+def test_an_env_name_like_no_other_gets_no_suggestion(env, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", "--algo", "ppo", "--env", env, "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"unknown environment {env!r}" in err and "Close matches" not in err
+    assert "Hopper-v5" not in err
 
 
 def test_a_factory_env_from_module_colon_name(tmp_path, monkeypatch, capsys):

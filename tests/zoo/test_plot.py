@@ -1,6 +1,7 @@
 """`rlpipe plot`: learning curves of run folders, drawn to a PNG the tests open and check."""
 import json
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -142,4 +143,15 @@ def test_refusals_are_one_line_with_exit_2(case, expected, tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and expected in err, err
     assert err.startswith("rlpipe plot: error: ")
+    assert not (tmp_path / "curves.png").exists()
+
+
+def test_without_matplotlib_plot_names_the_extra_to_install(tmp_path, monkeypatch, capsys):
+    run = _linear_run(tmp_path / "a", "cartpole-dqn", 0.01)
+    for name in ("matplotlib", "matplotlib.figure"):  # as if it were not installed
+        monkeypatch.setitem(sys.modules, name, None)
+    assert main(["plot", run, "--out", str(tmp_path / "curves.png")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("rlpipe plot: error: rlpipe plot (it draws with matplotlib) needs matplotlib, "
+                   "which is not installed; install it with: pip install \"rlpipe[plot]\"")
     assert not (tmp_path / "curves.png").exists()
