@@ -97,7 +97,8 @@ def test_final_weights_are_evaluated_and_summarised(tmp_path):
         summary["eval_value"]  # final.pt carries the final evaluation
     err = done.stderr
     assert f"cartpole-dqn: run folder {run_dir}" in err  # at the start
-    assert "run ended: budget reached (max_env_step=1500)" in err
+    assert "run ended: budget reached (max_env_step=1500, rounded up to 1504 env steps: whole " \
+           "vector steps of 8 envs)" in err
     assert f"final eval return {summary['eval_value']:.2f} (at train_iter " \
            f"{summary['train_iter']})" in err
     assert "profile:" in err and "FinalEvaluation" in err and "OffPolicyLearner" in err
