@@ -93,8 +93,10 @@ def _parser() -> argparse.ArgumentParser:
                                        "`rlpipe plot runs/cartpole-dqn/* --out curves.png`")
     plot.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
                       help="run folders; runs of one entry are drawn as mean and 95%% interval")
-    plot.add_argument("--out", default="curves.png",
-                      help="the figure to write, .png or .svg (default curves.png)")
+    plot.add_argument("--out", default=None,
+                      help="the figure to write, .png or .svg (default curves.png in the "
+                           "folder the runs share: RUN/curves.png for one run, else "
+                           "runs/curves.png)")
 
     graph = sub.add_parser("graph", help="a zoo entry's pipeline: each middleware, the fields "
                                          "it reads and writes, what overlaps in async mode")

@@ -4,6 +4,8 @@ summarise the local ones. The local root is Minari's (`MINARI_DATASETS_PATH`, de
 """
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 import shutil
@@ -65,17 +67,58 @@ def _missing(dataset_id: str) -> OfflineDataError:
         f"random --env ENV --episodes N --id {dataset_id}` (or from a run folder)")
 
 
+def rebuild_command(dataset_id: str) -> str:
+    """The `rlpipe dataset collect` command that makes data set `dataset_id` again, from what
+    its metadata.json says it was made of (a random policy, a run's checkpoint or its replay
+    buffer); SOURCE where the metadata does not say."""
+    try:
+        meta = json.loads((dataset_root() / dataset_id / "data" / "metadata.json").read_text())
+        env = (json.loads(meta.get("env_spec") or "null") or {}).get("id")
+    except (OSError, ValueError, AttributeError):  # the metadata is damaged too
+        meta, env = {}, None
+    made_by = str(meta.get("algorithm_name") or "")
+    episodes = f" --episodes {meta['total_episodes']}" if meta.get("total_episodes") else ""
+    path = re.search(r"\((.+?\.pt)\)", made_by)
+    run = str(Path(path[1]).parent.parent) if path else None  # RUN/ckpt/best.pt
+    if made_by.startswith("random"):
+        source = f"random --env {env or 'ENV'}{episodes}"
+    elif run and " replay buffer (" in made_by:
+        source = f"--from-replay {run}"
+    elif run:
+        source = f"{run}{episodes}"
+    else:
+        source = f"SOURCE{episodes}"
+    for flag in ("eps", "noise"):
+        value = re.search(rf", {flag} ([-+.\de]+)", made_by)
+        if value:
+            source += f" --{flag} {value[1]}"
+    return f"rlpipe dataset collect {source} --id {dataset_id} --overwrite"
+
+
+@contextlib.contextmanager
+def _reading(dataset_id: str) -> Iterator[None]:
+    """One-line errors for a data set whose files cannot be read (an HDF5 file cut short by a
+    full disk or an interrupted copy), naming the folder and the command that rebuilds it."""
+    try:
+        yield
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        folder = dataset_root() / dataset_id / "data"
+        files = sorted(p.name for p in folder.glob("*.hdf5")) if folder.is_dir() else []
+        where = folder / files[0] if len(files) == 1 else folder
+        raise OfflineDataError(
+            f"data set {dataset_id!r}: {where} cannot be read (damaged or cut short: "
+            f"{' '.join(str(err).split())}); make it again with `{rebuild_command(dataset_id)}`"
+        ) from None
+
+
 def _open(dataset_id: str) -> Any:
     """The MinariDataset `dataset_id`, with one-line errors for a missing or unreadable one."""
     minari = _minari()
     check_id(dataset_id)
     if not (dataset_root() / dataset_id / "data").is_dir():
         raise _missing(dataset_id)
-    try:
+    with _reading(dataset_id):
         return minari.load_dataset(dataset_id)
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        raise OfflineDataError(f"data set {dataset_id!r} in {dataset_root()} cannot be read "
-                               f"({type(err).__name__}: {err}); rewrite it") from None
 
 
 def _episodes(minari_ds: Any) -> Iterator[Dict[str, Any]]:
@@ -89,8 +132,9 @@ def load_dataset(dataset_id: str, *, seed: int = 0) -> OfflineDataset:
     """The local Minari data set `dataset_id` as an `OfflineDataset` (arrays read once; the
     peak memory is the arrays plus one episode)."""
     ds = _open(dataset_id)
-    packed = pack(_episodes(ds), int(ds.total_episodes), int(ds.total_steps),
-                  ds.observation_space, ds.action_space, f"data set {dataset_id!r}")
+    with _reading(dataset_id):
+        packed = pack(_episodes(ds), int(ds.total_episodes), int(ds.total_steps),
+                      ds.observation_space, ds.action_space, f"data set {dataset_id!r}")
     return OfflineDataset(packed, ds.observation_space, ds.action_space, seed=seed, id=dataset_id)
 
 
@@ -117,7 +161,8 @@ def dataset_spec(dataset_id: str) -> DatasetSpec:
 def dataset_summary(dataset_id: str) -> Dict[str, Any]:
     """Episodes, transitions, mean/min/max return, spaces, env, algorithm and size on disk."""
     ds = _open(dataset_id)
-    returns = np.array([float(np.sum(ep.rewards)) for ep in ds.iterate_episodes()])
+    with _reading(dataset_id):
+        returns = np.array([float(np.sum(ep.rewards)) for ep in ds.iterate_episodes()])
     meta = ds.storage.metadata
     size = meta.get("dataset_size")
     return {"id": dataset_id, "episodes": int(ds.total_episodes),

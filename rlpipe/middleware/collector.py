@@ -114,14 +114,20 @@ class StepCollector:
     before its first collection and after every iteration (post-`yield`), so a learner running
     beside it in async mode never changes weights under it. `obs`, `action` and
     `inference_output` are those of the iteration's last step. `cursor`: the `EnvCursor` to act
-    from (default: one of its own).
+    from (default: one of its own). `max_env_step`: the run's env-step budget; the collection
+    that would pass it is cut to the env steps left (in whole vector steps, so it can end up to
+    n_envs - 1 steps past it), and a run whose budget is a whole number of collections is
+    unchanged. Leave it None where a shorter collection would change the algorithm (an
+    on-policy rollout) or where `ctx.env_step` is not this collector's alone.
     """
 
     def __init__(self, cfg: Any, policy: Any, env: Any, random_collect_size: Optional[int] = None,
-                 cursor: Optional[EnvCursor] = None) -> None:
+                 cursor: Optional[EnvCursor] = None,
+                 max_env_step: Optional[int] = None) -> None:
         self.policy = policy
         self.env = env
         self.n_sample = _positive(cfg, "policy.collect.n_sample")
+        self.max_env_step = max_env_step
         self.acting = make_acting(policy, env, cursor, _warmup(cfg, random_collect_size))
         self.random_collect_size = self.acting.random_collect_size
 
@@ -132,7 +138,10 @@ class StepCollector:
         steps: List[Dict[str, Any]] = []
         ctx.trajectories = steps
         collected = 0
-        while collected < self.n_sample:
+        quota = self.n_sample
+        if self.max_env_step is not None:
+            quota = max(1, min(quota, self.max_env_step - ctx.env_step))
+        while collected < quota:
             obs, output = acting.act(ctx.env_step, ctx.collect_kwargs)
             collected += acting.step(ctx, obs, output["action"], output, steps)
         _last_step(ctx, obs, output, acting.n_envs)

@@ -100,6 +100,10 @@ def interaction_evaluator(cfg: Any, policy: Any, env: Any, render: bool = False)
     if n_episode <= 0:
         raise ValueError(f"policy.eval.evaluator.n_episode must be positive, got {n_episode}")
 
+    # the iteration's evaluation whose line is not written yet: the final evaluation writes it
+    # first when it runs in between, so log.txt reads in time order
+    unlogged: List[SimpleNamespace] = []
+
     @contract(
         reads=("train_iter", "last_eval_iter"),
         writes=("eval_value", "eval_output", "last_eval_iter", "last_eval_value"),
@@ -115,9 +119,13 @@ def interaction_evaluator(cfg: Any, policy: Any, env: Any, render: bool = False)
         evaluated = SimpleNamespace(last_eval_iter=ctx.last_eval_iter, eval_value=ctx.eval_value,
                                     eval_output=ctx.eval_output,
                                     env_step=getattr(ctx, "env_step", None))
+        unlogged.append(evaluated)
         yield
-        # after the collector: the env step of the metrics row. When a final evaluation of later
-        # weights ran in between (a stop at stop_value), this one has a row of its own at the
+        if not unlogged:  # a final evaluation in between wrote the line
+            return
+        unlogged.clear()
+        # after the collector: the env step of the metrics row. When another process's final
+        # evaluation of later weights came in between, this one has a row of its own at the
         # env step it was made at (OnlineLogger), and the line gives that step.
         if ctx.last_eval_iter == evaluated.last_eval_iter:
             evaluated.env_step = getattr(ctx, "env_step", None)
@@ -143,6 +151,10 @@ def interaction_evaluator(cfg: Any, policy: Any, env: Any, render: bool = False)
     def attach(task: Any) -> None:
         def final(ctx: OnlineRLContext) -> None:
             if ctx.last_eval_iter != ctx.train_iter:
+                # this iteration's evaluation of earlier weights has a metrics row of its own
+                # at the env step it was made at (OnlineLogger): its line gives that step
+                while unlogged:
+                    log_evaluation(unlogged.pop())
                 evaluate(ctx, task)
                 log_evaluation(ctx, "final eval")
 

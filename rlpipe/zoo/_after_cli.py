@@ -10,9 +10,10 @@ from typing import Any, List
 
 def add_watch_options(evaluate: argparse.ArgumentParser) -> None:
     """`rlpipe eval RUN --video DIR | --render human`."""
-    evaluate.add_argument("--video", metavar="DIR",
+    evaluate.add_argument("--video", metavar="DIR", nargs="?", const="",
                           help="record each episode to DIR/<entry>-episode-<k>.mp4 (needs "
-                               "rlpipe[video]); --episodes defaults to 1 here")
+                               "rlpipe[video]; DIR defaults to RUN/videos/, or videos-2/ ... "
+                               "when that holds videos); --episodes defaults to 1 here")
     evaluate.add_argument("--render", choices=("human",),
                           help="show the episodes in a window (needs a display and "
                                "rlpipe[video]); --episodes defaults to 1 here")
@@ -35,8 +36,9 @@ def add_report_command(sub: Any) -> None:
                                            "gap with 95%% bootstrap CIs (rliable), PNG + table")
     report.add_argument("run_dirs", nargs="+", metavar="RUN",
                         help="run folders, or folders of `train --seeds` (their seed-* runs)")
-    report.add_argument("--out", default="report",
-                        help="folder for report.md and report.png (default report/)")
+    report.add_argument("--out", default=None,
+                        help="folder for report.md and report.png (default report/ in the "
+                             "folder the runs share, else runs/report/)")
     report.add_argument("--normalize", action="append", default=[], metavar="ENTRY=MIN:MAX",
                         help="score (return - MIN) / (MAX - MIN) for ENTRY's runs; repeatable")
     report.add_argument("--gap-threshold", type=float, metavar="T",
@@ -56,7 +58,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
     result = watch_run(args.target, episodes=episodes, seed=args.seed, video=args.video,
                        render=args.render)
     if args.video is not None:
-        print(f"wrote {len(result['videos'])} video(s) to {args.video}", file=sys.stderr)
+        print(f"wrote {len(result['videos'])} video(s) to {result['video_dir']}",
+              file=sys.stderr)
     print(json.dumps(result))
     return 0
 

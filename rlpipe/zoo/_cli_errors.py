@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, Tuple
 
 from rlpipe.runs import BEST_CHECKPOINT, CheckpointError, RunDir
-from ._folder_errors import RunDirError
+from ._folder_errors import RunDirError, denied_reason, unwritable_folder
 
 if TYPE_CHECKING:
     from rlpipe.envs import EnvFailureError
@@ -111,6 +111,18 @@ def _env_paragraph(err: EnvFailureError, run_dir: Optional[str]) -> str:
             f"--set env.max_restarts=N (counted within env.restart_window steps). {DEBUG_HINT}")
 
 
+# what to do when a command's output folder cannot be written, per command
+_WRITE_ELSEWHERE = {
+    "eval": "pass --video a folder you can write to",
+    "export": "pass --out a folder you can write to",
+    "plot": "pass --out a file in a folder you can write to",
+    "report": "pass --out a folder you can write to",
+    "tune": "pass --out a folder you can write to",
+    "dataset": "set MINARI_DATASETS_PATH to a folder you can write to",
+    "train": "pass a writable folder with --run-dir",
+}
+
+
 def explain(err: BaseException, command: str, run_dir: Optional[str]) -> Tuple[str, int]:
     """(the message for stderr, the exit code) of an error that ended `rlpipe <command>`;
     `run_dir` is the run's folder where the CLI knows it (an error may carry its own)."""
@@ -125,6 +137,11 @@ def explain(err: BaseException, command: str, run_dir: Optional[str]) -> Tuple[s
                 f"{DEBUG_HINT}"), RUN_FAILED
     if isinstance(err, EnvFailureError):
         return f"rlpipe {command}: {_env_paragraph(err, run_dir)}", RUN_FAILED
+    folder = unwritable_folder(err) if isinstance(err, OSError) else None
+    if folder is not None:
+        fix = _WRITE_ELSEWHERE.get(command, "make it writable or choose another folder")
+        return (f"rlpipe {command}: error: cannot write to {folder} ({denied_reason(err)}): "
+                f"{fix}"), USAGE_ERROR
     if isinstance(err, OSError) and not isinstance(err, FileNotFoundError):
         where = f" (run folder {run_dir})" if run_dir and str(run_dir) not in str(err) else ""
         return f"rlpipe {command}: error: {err}{where}", USAGE_ERROR

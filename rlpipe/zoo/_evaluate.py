@@ -85,7 +85,10 @@ def run_env(cfg: Any, n_envs: int, seed: int, policy_cls: Any = None) -> Any:
 def evaluate_run(target: str, episodes: int = 10, seed: int = 12345) -> Dict[str, Any]:
     """Mean and std of the return of `episodes` evaluation episodes with a run's `best.pt` (the
     weights of its best evaluation; if it is missing or refused, final.pt, else its newest
-    checkpoint that verifies), or with the given .pt file."""
+    checkpoint that verifies), or with the given .pt file. `train_iter` and `env_step` are the
+    checkpoint's: the updates and env steps its weights were trained with. (log.txt's line of
+    the evaluation that wrote best.pt names the same train_iter; its env step is that of the
+    iteration's metrics row, which also counts the collection after the evaluation.)"""
     entry, cfg, checkpoint, run = load_run(target)
     env = run_env(cfg, min(episodes, cfg.env.eval_n_envs), seed, entry.policy_cls)
     try:
@@ -97,4 +100,5 @@ def evaluate_run(target: str, episodes: int = 10, seed: int = 12345) -> Dict[str
     return {"entry": entry.name, "run_dir": str(run.root), "episodes": episodes,
             "mean_return": float(returns.mean()), "std_return": float(returns.std()),
             "checkpoint": str(checkpoint.get("path")),
+            "train_iter": checkpoint.get("meta", {}).get("train_iter"),
             "env_step": checkpoint.get("meta", {}).get("env_step")}

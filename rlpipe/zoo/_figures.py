@@ -20,6 +20,19 @@ def require_matplotlib(command: str) -> None:
     require_extra(["matplotlib"], f"{command} (it draws with matplotlib)", "plot")
 
 
+def beside_runs(paths: Sequence[str], name: str) -> str:
+    """Where a file or folder `name` about the run folders `paths` goes by default: in the
+    folder they share (the run folder itself for one run, runs/cartpole-dqn for its seeds),
+    or runs/NAME when the folder they share is the working directory or above it, so that
+    a command's default output never lands in the working directory itself."""
+    here = os.path.abspath(".")
+    shared = os.path.commonpath([os.path.abspath(p) for p in paths]) if paths else here
+    if here == shared or here.startswith(shared.rstrip(os.sep) + os.sep):
+        return os.path.join("runs", name)
+    inside = shared.startswith(here + os.sep)
+    return os.path.join(os.path.relpath(shared) if inside else shared, name)
+
+
 def check_out(path: str, option: str = "--out", suffixes: Sequence[str] = SUFFIXES) -> pathlib.Path:
     """`path` as a Path if a figure can be written there; else ValueError saying why and how.
 

@@ -16,7 +16,7 @@ from typing import Iterator, Optional
 
 from rlpipe.runs import RunDir
 
-__all__ = ["RunDirError", "run_folder_errors"]
+__all__ = ["RunDirError", "run_folder_errors", "unwritable_folder"]
 
 log = logging.getLogger("rlpipe")
 
@@ -24,16 +24,51 @@ log = logging.getLogger("rlpipe")
 _WRITE_ERRNOS = {errno.ENOSPC, errno.EROFS, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)}
 
 
-class RunDirError(OSError):
-    """The run folder cannot be made or written; `run_dir` names it, `cause` is the OS error."""
+# OS errors of a write that the user fixes by writing elsewhere, as the message words them
+_DENIED = {errno.EROFS: "read-only file system", errno.EACCES: "permission denied",
+           errno.EPERM: "operation not permitted"}
 
-    def __init__(self, run_dir: str, cause: OSError) -> None:
+
+def unwritable_folder(err: OSError) -> Optional[str]:
+    """The folder a write was refused in (read-only file system, permission denied), or None
+    for any other error. The file named by the error (often a temporary file) is not what the
+    user needs: its folder is, or the path itself when it is a folder (one that could not be
+    made or listed). A permission error on a file that exists and is readable is a read of
+    something else, not a write: None."""
+    if err.errno not in _DENIED or err.filename is None:
+        return None
+    path = os.fsdecode(err.filename)
+    if os.path.isdir(path):
+        return path
+    if err.errno != errno.EROFS and os.path.isfile(path) and os.access(path, os.R_OK) \
+            and not os.path.basename(path).startswith("."):
+        return None
+    return os.path.dirname(path) or "."
+
+
+def denied_reason(err: OSError) -> str:
+    """`read-only file system` / `permission denied` / ... as the one-line errors say it."""
+    return _DENIED.get(err.errno, err.strerror or str(err))
+
+
+class RunDirError(OSError):
+    """The run folder cannot be made or written; `run_dir` names it, `cause` is the OS error.
+    `resuming`: the folder is a run being resumed, so the fix is to resume a writable copy."""
+
+    def __init__(self, run_dir: str, cause: OSError, resuming: bool = False) -> None:
         super().__init__(cause.errno, cause.strerror)
         self.run_dir = str(run_dir)
         self.cause = cause
-        self.message = (
-            f"cannot write the run folder {self.run_dir!r}: {cause}. Pass a writable folder "
-            f"with --run-dir (or free space on its disk) and run again.")
+        if cause.errno in _DENIED:
+            fix = (f"copy the run to a writable folder and resume the copy (cp -r {self.run_dir} "
+                   f"COPY && rlpipe train --resume COPY)" if resuming else
+                   "pass a writable folder with --run-dir and run again")
+            self.message = (f"cannot write to the run folder {self.run_dir!r} "
+                            f"({denied_reason(cause)}): {fix}.")
+        else:
+            self.message = (
+                f"cannot write the run folder {self.run_dir!r}: {cause}. Pass a writable folder "
+                f"with --run-dir (or free space on its disk) and run again.")
 
     def __str__(self) -> str:
         return self.message
@@ -75,10 +110,11 @@ def _remove_unstarted(run_dir: Path) -> None:
 
 
 @contextlib.contextmanager
-def run_folder_errors(run_dir: str, created: bool) -> Iterator[None]:
+def run_folder_errors(run_dir: str, created: bool, resuming: bool = False) -> Iterator[None]:
     """Turn an OS error of `run_dir` into `RunDirError`; `created`: this run made the folder,
-    so a folder that holds no results yet is removed on such an error. Any other exception is
-    re-raised as it is, with `run_dir` set on it."""
+    so a folder that holds no results yet is removed on such an error; `resuming`: it is a
+    run being resumed (the error then says to resume a copy). Any other exception is re-raised
+    as it is, with `run_dir` set on it."""
     try:
         yield
     except RunDirError:
@@ -89,7 +125,7 @@ def run_folder_errors(run_dir: str, created: bool) -> Iterator[None]:
             raise
         if created:
             _remove_unstarted(Path(run_dir))
-        raise RunDirError(run_dir, err) from err
+        raise RunDirError(run_dir, err, resuming) from err
     except Exception as err:
         _note(err, run_dir)
         raise

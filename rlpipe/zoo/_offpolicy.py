@@ -162,12 +162,14 @@ def build_offpolicy(cfg: Any, policy_cls: Any, compressor: Any = None,
     collector_env, evaluator_env = envs = make_envs(cfg)
     with closed_on_error(envs):
         policy = make_policy(cfg, policy_cls, collector_env)
-        collector = StepCollector(cfg, policy.collect_mode, collector_env)
+        link = parallel.link()
+        # one process counts its own env steps: its last collection stops at the budget
+        budget = None if link else cfg.get("max_env_step")
+        collector = StepCollector(cfg, policy.collect_mode, collector_env, max_env_step=budget)
         data = (sequence_data if policy_cls.recurrent else transition_data)(cfg, collector)
         run_state = RunState(cfg.run_dir, collector_env, evaluator_env, data.collector_state,
                              data.buffer, save_buffer=cfg.replay.save_buffer) if cfg.run_dir else None
         ctx = resumed_context(cfg, policy, run_state)
-    link = parallel.link()
     exchange = Exchange(cfg, policy, link, compressor, decompressor) if link else None
 
     def install(task: Any) -> None:
@@ -185,7 +187,9 @@ def build_offpolicy(cfg: Any, policy_cls: Any, compressor: Any = None,
             task.use(exchange.send)
         use_run_tail(task, cfg, policy, run_state)
 
-    return Pipeline(ctx, install, envs)
+    rule = (f"whole vector steps of {collector_env.n_envs} envs" if budget is not None
+            else "whole collections")
+    return Pipeline(ctx, install, envs, rule)
 
 
 def run_offpolicy(cfg: Any, policy_cls: Any, compressor: Any = None,

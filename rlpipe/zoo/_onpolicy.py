@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 from typing import Any, Dict, Mapping, Optional
 
 from easydict import EasyDict
@@ -18,6 +19,8 @@ from ._offpolicy import make_envs
 from ._pipeline import Pipeline, closed_on_error, make_policy, run_pipeline
 from ._resume import RunState, resumed_context
 from ._tail import use_run_tail
+
+log = logging.getLogger("rlpipe")
 
 RUN_DEFAULTS: Dict[str, Any] = dict(
     seed=0,
@@ -95,7 +98,23 @@ def build_onpolicy(cfg: Any, policy_cls: Any) -> Pipeline:
             task.use(exchange.send)
         use_run_tail(task, cfg, policy, run_state)
 
-    return Pipeline(ctx, install, envs)
+    return Pipeline(ctx, install, envs, _rollout_rule(cfg, collector_env.n_envs))
+
+
+def _rollout_rule(cfg: Any, n_envs: int) -> str:
+    """How the budget is rounded: PPO learns from whole rollouts (a shorter last one would be
+    a different batch size and advantage horizon), so the run ends at the first whole rollout
+    at or past `max_env_step`; logged at the start when that passes the budget."""
+    n_sample = int(cfg.policy.collect.n_sample)
+    rollout = -(-n_sample // n_envs) * n_envs  # whole vector steps of n_envs envs
+    rule = f"whole rollouts of {rollout} env steps"
+    budget = cfg.get("max_env_step")
+    if budget is not None and budget % rollout:
+        rollouts = -(-budget // rollout)
+        log.info("max_env_step=%d is not a whole number of rollouts of %d env steps "
+                 "(policy.collect.n_sample=%d over %d envs): the run ends after %d rollouts, at "
+                 "%d env steps", budget, rollout, n_sample, n_envs, rollouts, rollouts * rollout)
+    return rule
 
 
 def _exchange(cfg: Any, policy: Any, link: Any) -> Exchange:

@@ -22,6 +22,8 @@ class Pipeline:
     install: Callable[[Any], None]
     """`install(task)`: `task.use(...)` every middleware of the pipeline, in order."""
     envs: Tuple[Any, ...]
+    budget_rule: str = "whole collections"
+    """How the run's env steps can pass `max_env_step` (the summary names it when they do)."""
 
     def close(self) -> None:
         """Close the env managers (also when the pipeline never ran)."""
@@ -71,7 +73,7 @@ def run_pipeline(cfg: Any, build: Callable[[], Pipeline]) -> Dict[str, Any]:
             profile = task.profile()
     finally:
         pipeline.close()
-    return summary(cfg, ctx, best, start, profile)
+    return summary(cfg, ctx, best, start, profile, pipeline.budget_rule)
 
 
 @dataclasses.dataclass

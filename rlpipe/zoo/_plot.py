@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import pathlib
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -171,10 +172,16 @@ def draw_curves(drawn: Sequence[Curve]) -> object:
     return fig
 
 
-def plot_runs(paths: Sequence[str], out: str = "curves.png") -> Tuple[List[Curve], pathlib.Path]:
-    """Read run folders `paths`, draw their curves to `out` (.png or .svg); return both."""
-    from ._figures import check_out, save_figure
+def plot_runs(paths: Sequence[str], out: Optional[str] = None
+              ) -> Tuple[List[Curve], pathlib.Path]:
+    """Read run folders `paths`, draw their curves to `out` (.png or .svg; default
+    curves.png in the folder the runs share, see `beside_runs`); return both."""
+    from ._figures import beside_runs, check_out, save_figure
 
+    if out is None:
+        out = beside_runs(paths, "curves.png")
+        if out == os.path.join("runs", "curves.png"):
+            os.makedirs("runs", exist_ok=True)
     check_out(out)  # refuse before reading anything
     drawn = curves(paths)
     return drawn, save_figure(draw_curves(drawn), out)

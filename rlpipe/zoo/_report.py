@@ -241,14 +241,15 @@ def draw(estimates: Sequence[EntryEstimate]) -> Any:
     return fig
 
 
-def write_report(paths: Sequence[str], out: str = "report", normalize: Sequence[str] = (),
-                 gap_threshold: Optional[float] = None, reps: int = 2000,
-                 seed: int = 0) -> Tuple[str, List[pathlib.Path]]:
-    """Write `out`/report.md and `out`/report.png for run folders `paths`; return the Markdown
-    and the files."""
-    from ._figures import save_figure
+def write_report(paths: Sequence[str], out: Optional[str] = None,
+                 normalize: Sequence[str] = (), gap_threshold: Optional[float] = None,
+                 reps: int = 2000, seed: int = 0) -> Tuple[str, List[pathlib.Path]]:
+    """Write `out`/report.md and `out`/report.png for run folders `paths` (default `out`:
+    report/ in the folder the runs share, see `beside_runs`); return the Markdown and the
+    files."""
+    from ._figures import beside_runs, save_figure
 
-    folder = pathlib.Path(out)
+    folder = pathlib.Path(out if out is not None else beside_runs(paths, "report"))
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"--out {out!r} is a file: name a folder for report.md and report.png")
     estimates = estimate(paths, normalize, gap_threshold, reps, seed)

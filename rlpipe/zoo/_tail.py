@@ -56,12 +56,18 @@ def _finite(value: Any) -> Optional[float]:
     return float(value) if value is not None and math.isfinite(value) else None
 
 
-def summary(cfg: Any, ctx: Any, best: List[float], start: float, profile: Any) -> Dict[str, Any]:
+def summary(cfg: Any, ctx: Any, best: List[float], start: float, profile: Any,
+            budget_rule: str = "whole collections") -> Dict[str, Any]:
     """What `train()` returns: the final evaluation (of the weights the run ended with) and the
     best one (None when none ran), whether the best reached `env.stop_value`, counters, wall
-    time, the run folder, the budget and the per-middleware profile."""
+    time, the run folder, the budget and the per-middleware profile. `budget_note` says how
+    the env steps passed `max_env_step` when they did (`budget_rule`: the pipeline's unit of
+    collection, e.g. "whole rollouts of 2048 env steps"), else None."""
     best_value = _finite(max(best, default=float("-inf")))
     stop_value = cfg.get("env", {}).get("stop_value")
+    env_step, budget = getattr(ctx, "env_step", None), cfg.get("max_env_step")
+    note = (f"rounded up to {env_step} env steps: {budget_rule}"
+            if env_step is not None and budget is not None and env_step > budget else None)
     return dict(eval_value=_finite(ctx.last_eval_value), best_eval_value=best_value,
                 final_eval_iter=int(ctx.last_eval_iter),
                 solved=bool(stop_value is not None and best_value is not None
@@ -69,7 +75,7 @@ def summary(cfg: Any, ctx: Any, best: List[float], start: float, profile: Any) -
                 stop_value=stop_value, env_step=getattr(ctx, "env_step", None),
                 train_iter=ctx.train_iter, train_epoch=getattr(ctx, "train_epoch", None),
                 max_env_step=cfg.get("max_env_step"), max_train_iter=cfg.get("max_train_iter"),
-                max_wall_time=cfg.get("max_wall_time"),
+                max_wall_time=cfg.get("max_wall_time"), budget_note=note,
                 wall_time=time.perf_counter() - start, run_dir=cfg.run_dir, profile=profile)
 
 
@@ -99,6 +105,8 @@ def format_summary(result: Dict[str, Any], stopped_by: Optional[str] = None) -> 
         limits = [f"{name}={result[name]}" for name in ("max_env_step", "max_train_iter",
                                                        "max_wall_time")
                   if result.get(name) is not None]
+        if result.get("budget_note"):
+            limits.append(result["budget_note"])
         why = "budget reached" + (f" ({', '.join(limits)})" if limits else "")
     counted = (f"env steps {result.get('env_step')}, " if result.get("env_step") is not None
                else "")

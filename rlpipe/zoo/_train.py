@@ -287,16 +287,16 @@ def resume(run_dir: str, name: Optional[str] = None, overrides: Iterable[str] = 
     if not has_checkpoint(run_dir):
         log.warning("resume: %s has no checkpoint yet (stopped before its first one): "
                     "restarting it from its config.json", run_dir)
-        clear_outputs(run_dir)
         cfg.resume_from = None
-        with run_folder_errors(run_dir, created=False):
+        with run_folder_errors(run_dir, created=False, resuming=True):
+            clear_outputs(run_dir)
             return _run(entry, cfg, ray_address, hub=hub)
     with warnings.catch_warnings():  # refused files are reported once, by prepare_resume
         warnings.simplefilter("ignore")
         chosen = load_checkpoint(run_dir, which="resumable", trust=trust)
     check_budget_left(run_dir, cfg, chosen)  # before prepare_resume cuts the logs back
-    cfg.resume_from = prepare_resume(run_dir, trust=trust)
-    cfg.resume_trust = bool(trust)
-    log.info("resuming %s in %s from %s", trained, run_dir, cfg.resume_from)
-    with run_folder_errors(run_dir, created=False):
+    with run_folder_errors(run_dir, created=False, resuming=True):
+        cfg.resume_from = prepare_resume(run_dir, trust=trust)
+        cfg.resume_trust = bool(trust)
+        log.info("resuming %s in %s from %s", trained, run_dir, cfg.resume_from)
         return _run(entry, cfg, ray_address, hub=hub)

@@ -123,7 +123,7 @@ def prepare(spec: TuneSpec) -> Study:
     algo = registered_name(entry.policy_cls)
     space = space_for(algo, spec.space_file)
     entry.resolve({"max_env_step": spec.budget}, spec.overrides)  # --set errors now
-    out = spec.out or os.path.join("tune", entry.run_name)
+    out = spec.out or os.path.join("runs", "tune", entry.run_name)
     storage = spec.storage or f"sqlite:///{os.path.abspath(os.path.join(out, 'study.db'))}"
     return Study(spec, entry, space, out, storage, entry.run_name)
 

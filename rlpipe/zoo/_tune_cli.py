@@ -36,7 +36,7 @@ def add_tune_parser(sub: Any) -> None:
                       help="YAML file that changes the search space (see docs/after_training.md)")
     tune.add_argument("--seed", type=int, default=0, help="seed of the sampler and of every "
                                                           "trial's run (default 0)")
-    tune.add_argument("--out", metavar="DIR", help="the tune folder (default tune/<entry>/): "
+    tune.add_argument("--out", metavar="DIR", help="the tune folder (default runs/tune/<entry>/): "
                                                    "trial run folders, study.db, best.yaml")
     tune.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                       help="a config value fixed for every trial")

@@ -84,7 +84,8 @@ def watch_run(target: str, episodes: int = 1, seed: int = 12345, video: Optional
               render: Optional[str] = None) -> Dict[str, Any]:
     """Run `episodes` evaluation episodes of a run's policy (chosen as `rlpipe eval` chooses
     it), recording each to `video`/<entry>-episode-<k>.mp4 or showing them (`render="human"`).
-    Returns what `rlpipe eval` returns, plus the video files written."""
+    `video=""`: the run's own videos/ folder (videos-2/, ... when it already holds videos).
+    Returns what `rlpipe eval` returns, plus the video files written and their folder."""
     label = "--video" if video is not None else f"--render {render}"
     if video is not None and render is not None:
         raise ValueError("--video and --render: pick one (a video is recorded off-screen)")
@@ -108,6 +109,8 @@ def watch_run(target: str, episodes: int = 1, seed: int = 12345, video: Optional
     source = resolve_env(cfg.env.id, {**(eval_env_kwargs(cfg.env) or {}), "render_mode": mode})
     _probe(source, mode, label)
     before: List[pathlib.Path] = []
+    if video == "":
+        video = _new_video_folder(run.root, entry.name)
     if video is not None:
         folder = pathlib.Path(video)
         if folder.exists() and not folder.is_dir():
@@ -130,7 +133,19 @@ def watch_run(target: str, episodes: int = 1, seed: int = 12345, video: Optional
               "mean_return": float(returns.mean()), "std_return": float(returns.std()),
               "returns": returns.tolist(), "checkpoint": str(checkpoint.get("path"))}
     if video is not None:
+        result["video_dir"] = str(video)
         result["videos"] = [str(p) for p in sorted(pathlib.Path(video).glob(
             f"{entry.name}-episode-*.mp4"))]
         result["wandb"] = log_run_videos(cfg, run.root, result["videos"])  # logger.wandb=True
     return result
+
+
+def _new_video_folder(run_root: Any, name: str) -> str:
+    """RUN/videos, or the first of RUN/videos-2, -3, ... that holds no videos of `name` yet."""
+    root, k = pathlib.Path(run_root), 1
+    while True:
+        folder = root / ("videos" if k == 1 else f"videos-{k}")
+        if not folder.exists() or (folder.is_dir()
+                                   and not any(folder.glob(f"{name}-episode-*.mp4"))):
+            return str(folder)
+        k += 1

@@ -95,5 +95,6 @@ def test_the_evaluation_that_reached_stop_value_keeps_its_row_and_line(tmp_path,
     assert rows == [(0, 5.0), (4, 5.0)]
     lines = [m for m in caplog.messages if "mean return" in m]
     assert sum("reached stop_value" in m for m in caplog.messages) == 1
-    assert [m.split(",")[0] for m in lines] == ["final eval at train_iter 4",
-                                                "eval at train_iter 0"]
+    # in time order: the evaluation that stopped the run, then the final one
+    assert [m.split(",")[0] for m in lines] == ["eval at train_iter 0",
+                                                "final eval at train_iter 4"]

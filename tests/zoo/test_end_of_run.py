@@ -97,7 +97,8 @@ def test_final_weights_are_evaluated_and_summarised(tmp_path):
         summary["eval_value"]  # final.pt carries the final evaluation
     err = done.stderr
     assert f"cartpole-dqn: run folder {run_dir}" in err  # at the start
-    assert "run ended: budget reached (max_env_step=1500)" in err
+    assert "run ended: budget reached (max_env_step=1500, rounded up to 1504 env steps: whole " \
+           "vector steps of 8 envs)" in err
     assert f"final eval return {summary['eval_value']:.2f} (at train_iter " \
            f"{summary['train_iter']})" in err
     assert "profile:" in err and "FinalEvaluation" in err and "OffPolicyLearner" in err
@@ -216,3 +217,27 @@ def test_a_ray_learner_without_a_console_gets_one(tmp_path):
         parent.removeHandler(file_only)
         file_only.close()
         parent.propagate = True
+
+
+def test_log_reads_in_time_order_and_eval_reports_the_checkpoints_counters(tmp_path, capsys):
+    from rlpipe.cli import main
+
+    run_dir = tmp_path / "run"
+    # evaluations every 100 train iterations: the last iteration (train_iter 512 -> 640) has a
+    # periodic evaluation of the weights of 512 and then the final one of 640
+    assert main(["train", "cartpole-dqn", "--max-env-steps", "2048", "--no-progress",
+                 "--run-dir", str(run_dir), "--set", "policy.eval.evaluator.eval_freq=100"]) == 0
+    evals = _evaluations(run_dir)
+    iters = [train_iter for _, train_iter, _, _ in evals]
+    assert len(iters) > 2 and iters == sorted(iters)
+    assert [kind for kind, *_ in evals].count("final eval") == 1 and evals[-1][0] == "final eval"
+    _assert_one_step_per_evaluation(run_dir, evals)
+    capsys.readouterr()
+    for which in ("best", "final"):
+        meta = load_checkpoint(str(run_dir), which=which)["meta"]
+        target = run_dir / "ckpt" / f"{which}.pt"
+        assert main(["eval", str(target), "--episodes", "1"]) == 0
+        result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        assert (result["train_iter"], result["env_step"]) == (meta["train_iter"],
+                                                              meta["env_step"])
+        assert result["env_step"] > 0

@@ -42,7 +42,8 @@ def test_algo_env_trains_into_runs_env_algo_and_eval_and_config_read_it(tmp_path
 def test_off_policy_algo_trains_through_the_replay_pipeline(tmp_path, capsys):
     run_dir = tmp_path / "run"
     assert main(["train", "--algo", "dqn", "--env", "CartPole-v1", "--run-dir", str(run_dir),
-                 *SHORT, "--set", "replay.min_samples=64"]) == 0
+                 *SHORT, "--set", "replay.min_samples=64",
+                 "--max-env-steps", "256"]) == 0  # two collections: the second one trains
     assert _summary(capsys)["train_iter"] > 0
     assert "replay" in _config_json(run_dir)["config"]
 
