@@ -23,14 +23,16 @@ IDS = ("MiniGrid-DoorKey-5x5-v0", "MiniGrid-DoorKey-6x6-v0", "MiniGrid-DoorKey-8
 KEYS = ("image", "direction")
 
 
-class KeepKeys(gym.ObservationWrapper):
+class KeepKeys(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
     """Keep only `keys` of a Dict observation (picklable, unlike gymnasium's FilterObservation,
     which holds a lambda; rlpipe pickles env state into checkpoints for resume). `spaces`
-    replaces the declared space of a kept key (same shape and dtype, tighter bounds)."""
+    replaces the declared space of a kept key (same shape and dtype, tighter bounds). The
+    arguments are recorded in ``env.spec``, so that ``env.spec.make()`` rebuilds it."""
 
     def __init__(self, env: gym.Env, keys: Sequence[str],
                  spaces: Mapping[str, gym.Space] | None = None) -> None:
-        super().__init__(env)
+        gym.utils.RecordConstructorArgs.__init__(self, keys=keys, spaces=spaces)
+        gym.ObservationWrapper.__init__(self, env)
         missing = [k for k in keys if k not in env.observation_space.spaces]
         if missing:
             raise KeyError(f"{env.spec.id if env.spec else env}: observation has no key(s) "
