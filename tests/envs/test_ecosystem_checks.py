@@ -43,14 +43,6 @@ def _gym(gym_id: str, **kwargs: Any) -> Callable[[], gym.Env]:
     return lambda: gym.make(gym_id, **kwargs)
 
 
-def _minigrid(gym_id: str) -> Callable[[], gym.Env]:
-    def make() -> gym.Env:
-        from rlpipe.zoo.minigrid._env import make_minigrid
-
-        return make_minigrid(gym_id)
-    return make
-
-
 def _realtime_pendulum() -> gym.Env:
     from rlpipe.envs import PendulumInterface
 
@@ -75,8 +67,8 @@ SINGLE_AGENT = [
 MINIGRID_IDS = ("MiniGrid-DoorKey-5x5-v0", "MiniGrid-DoorKey-6x6-v0", "MiniGrid-DoorKey-8x8-v0",
                 "MiniGrid-Empty-5x5-v0", "MiniGrid-Empty-6x6-v0", "MiniGrid-Empty-8x8-v0",
                 "MiniGrid-Empty-Random-5x5-v0", "MiniGrid-Unlock-v0",
-                "MiniGrid-KeyCorridorS3R1-v0", "MiniGrid-MemoryS7-v0")
-SINGLE_AGENT += [(gym_id, _minigrid(gym_id), ("minigrid",)) for gym_id in MINIGRID_IDS]
+                "MiniGrid-KeyCorridorS3R1-v0", "MiniGrid-MemoryS7-v0", "BabyAI-GoToRedBallGrey-v0")
+SINGLE_AGENT += [(gym_id, _registered(gym_id), ("minigrid",)) for gym_id in MINIGRID_IDS]
 
 MULTIWALKER_KWARGS = dict(n_walkers=3, shared_reward=False, terminate_on_fall=False,
                           remove_on_fall=True, max_cycles=500)  # the multiwalker entry's
