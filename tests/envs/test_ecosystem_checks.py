@@ -16,12 +16,11 @@ import warnings
 from typing import Any, Callable
 
 import gymnasium as gym
-import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
 import rlpipe.envs  # noqa: F401  (registers the rlpipe/* gymnasium ids)
-from rlpipe.envs._registry import registered_envs, resolve_env
+from rlpipe.envs._registry import resolve_env
 
 # the extra that installs each optional package
 EXTRA = {"Box2D": "box2d", "ale_py": "atari", "minigrid": "minigrid", "rtgym": "realtime",
