@@ -10,7 +10,7 @@ $(STAMP): setup.py constraints.txt Makefile
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	# torch first, pinned: DI-treetensor alone would pull the newest (CUDA) torch.
 	$(BIN)/pip install -q -c constraints.txt torch==2.13.0
-	$(BIN)/pip install -q -c constraints.txt -e '.[test,plot,box2d,atari,mujoco,minigrid,marl,offline,realtime,ray,bench,report,tune,export,video,wandb]'
+	$(BIN)/pip install -q -c constraints.txt -e '.[test,plot,box2d,atari,envpool,mujoco,minigrid,marl,offline,realtime,ray,bench,report,tune,export,video,wandb]'
 	touch $(STAMP)
 
 run: $(STAMP)

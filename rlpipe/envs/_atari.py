@@ -22,11 +22,12 @@ from rlpipe.envs._errors import MissingDependencyError
 SIZE = 84
 
 
-class GreyResize(gym.ObservationWrapper):
+class GreyResize(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
     """[210, 160] grey frames → [84, 84] uint8 (2x2 mean, then nearest rows/columns)."""
 
     def __init__(self, env: gym.Env, size: int = SIZE) -> None:
-        super().__init__(env)
+        gym.utils.RecordConstructorArgs.__init__(self, size=size)  # env.spec can rebuild it
+        gym.ObservationWrapper.__init__(self, env)
         height, width = env.observation_space.shape[:2]
         self._rows = (np.arange(size) * (height // 2) / size).astype(np.intp)
         self._cols = (np.arange(size) * (width // 2) / size).astype(np.intp)
@@ -38,12 +39,13 @@ class GreyResize(gym.ObservationWrapper):
         return pooled[np.ix_(self._rows, self._cols)].astype(np.uint8)
 
 
-class NoopStart(gym.Wrapper):
+class NoopStart(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """After each reset, play a random number (1 to `noop_max`) of no-op actions (action 0), so
     that episodes start from varied states (the DQN paper's evaluation protocol)."""
 
     def __init__(self, env: gym.Env, noop_max: int) -> None:
-        super().__init__(env)
+        gym.utils.RecordConstructorArgs.__init__(self, noop_max=noop_max)  # env.spec rebuilds it
+        gym.Wrapper.__init__(self, env)
         self.noop_max = int(noop_max)
 
     def reset(self, **kwargs):  # type: ignore[no-untyped-def]

@@ -30,11 +30,14 @@ SCORE_KEY = "reward"  # info: the game's score change in this step, before clipp
 GAME_OVER_KEY = "terminated"  # info: the game is over (not just a life)
 
 
-class AtariLives(gym.Wrapper):
-    """FIRE after resets and lost lives, a lost life as a terminal transition, clipped rewards."""
+class AtariLives(gym.Wrapper, gym.utils.RecordConstructorArgs):
+    """FIRE after resets and lost lives, a lost life as a terminal transition, clipped rewards.
+    (Its arguments are recorded in ``env.spec``, so that ``env.spec.make()`` rebuilds it.)"""
 
     def __init__(self, env: gym.Env, fire: bool, episodic_life: bool, reward_clip: bool) -> None:
-        super().__init__(env)
+        gym.utils.RecordConstructorArgs.__init__(self, fire=fire, episodic_life=episodic_life,
+                                                 reward_clip=reward_clip)
+        gym.Wrapper.__init__(self, env)
         meanings = env.unwrapped.get_action_meanings()
         self._fire = meanings.index("FIRE") if fire and "FIRE" in meanings else None
         self._episodic = bool(episodic_life)

@@ -137,6 +137,7 @@ class ParallelAdapter(gym.Env):
 
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[dict[str, np.ndarray], dict]:
+        super().reset(seed=seed)  # the adapter's own np_random, as gymnasium's API asks
         obs, infos = self.par.reset(seed=seed, options=options)
         if seed is not None:
             for k, agent in enumerate(self.layout.agents):
@@ -192,11 +193,11 @@ class ParallelAdapter(gym.Env):
         present = self._zeros_i8.copy()
         for a in self._present:
             present[index[a]] = 1
-        packed = {
+        packed = {  # new arrays every time: the caller may keep (or change) what it gets
             "obs": table, "mask": present,
-            "reward": self._zeros_f32 if reward is None else reward,
-            "terminated": self._zeros_i8 if terminated is None else terminated,
-            "truncated": self._zeros_i8 if truncated is None else truncated,
+            "reward": self._zeros_f32.copy() if reward is None else reward,
+            "terminated": self._zeros_i8.copy() if terminated is None else terminated,
+            "truncated": self._zeros_i8.copy() if truncated is None else truncated,
         }
         if layout.state_space is not None:
             packed["state"] = np.asarray(self.par.state(), dtype=layout.state_space.dtype)

@@ -27,14 +27,16 @@ CARTPOLE_POSITIONS = (0, 2)  # x, θ of [x, ẋ, θ, θ̇]
 PENDULUM_POSITIONS = (0, 1)  # cos θ, sin θ of [cos θ, sin θ, θ̇]
 
 
-class MaskObservation(gym.ObservationWrapper):
+class MaskObservation(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
     """Keep only the components `keep` (indices into a flat Box observation), in that order.
 
-    ``MaskObservation(gym.make("CartPole-v1"), keep=[0, 2])`` hides CartPole's velocities.
+    ``MaskObservation(gym.make("CartPole-v1"), keep=[0, 2])`` hides CartPole's velocities (and
+    ``env.spec.make()`` rebuilds the masked env: the arguments are recorded in its spec).
     """
 
     def __init__(self, env: gym.Env, keep: Sequence[int]) -> None:
-        super().__init__(env)
+        gym.utils.RecordConstructorArgs.__init__(self, keep=keep)
+        gym.ObservationWrapper.__init__(self, env)
         space = env.observation_space
         if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
             raise TypeError(f"MaskObservation keeps components of a flat Box observation; "

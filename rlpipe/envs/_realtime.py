@@ -95,6 +95,12 @@ def _env_class() -> Type:
                 self.rt_overruns += 1
                 self.rt_max_late_s = max(self.rt_max_late_s, start - end)
 
+        def reset(self, seed: Any = None, options: Any = None) -> Any:
+            # rtgym's reset hands the seed to the interface only; gymnasium's Env.reset seeds
+            # the env's own np_random (what gymnasium's checker and users read)
+            gym.Env.reset(self, seed=seed)
+            return super().reset(seed=seed, options=options)
+
         def step(self, action: Any) -> Any:
             obs, rew, terminated, truncated, info = super().step(action)
             info = dict(info or {})
@@ -172,5 +178,6 @@ def realtime_overruns() -> Dict[str, float]:
 def register() -> None:
     """Register ``"rlpipe/RealTime-v0"`` with gymnasium (once)."""
     if REALTIME_ID not in gym.registry:
+        # nondeterministic: what a step observes depends on when the clock let it run
         gym.register(REALTIME_ID, entry_point="rlpipe.envs._realtime:make_realtime_env",
-                     disable_env_checker=True)
+                     disable_env_checker=True, nondeterministic=True)

@@ -14,6 +14,8 @@ import gymnasium as gym
 from gymnasium.error import DependencyNotInstalled
 
 from rlpipe.envs._errors import MissingDependencyError, UnknownEnvError
+from rlpipe.envs._minigrid import INSTALL as MINIGRID_INSTALL
+from rlpipe.envs._minigrid import is_minigrid_id, make_minigrid
 
 __all__ = ["EnvSource", "register_env", "registered_envs", "resolve_env", "unregister_env"]
 
@@ -105,6 +107,9 @@ class EnvSource:
 def resolve_env(env: str | EnvFactory, env_kwargs: Mapping[str, Any] | None = None) -> EnvSource:
     """Turn a short name, gymnasium id or factory into an :class:`EnvSource`.
 
+    A ``MiniGrid-*`` or ``BabyAI-*`` id needs no import first: it is built by
+    ``make_minigrid`` (minigrid imported, the mission text left out of the observation).
+
     Raises :class:`UnknownEnvError` naming the id and its close matches.
     """
     extra = dict(env_kwargs or {})
@@ -118,6 +123,8 @@ def resolve_env(env: str | EnvFactory, env_kwargs: Mapping[str, Any] | None = No
     reg = _REGISTRY.get(env.lower())
     if reg is not None:
         return EnvSource(reg.target, {**reg.kwargs, **extra}, f"{env!r} ({_describe(reg.target)})")
+    if is_minigrid_id(env):
+        return _minigrid_source(env, extra)
     if env.startswith("ALE/") and importlib.util.find_spec("ale_py") is not None:
         import ale_py  # its ids are known to gymnasium once it is imported
 
@@ -129,6 +136,22 @@ def resolve_env(env: str | EnvFactory, env_kwargs: Mapping[str, Any] | None = No
         if not (env.startswith("ALE/") and importlib.util.find_spec("envpool") is not None):
             raise UnknownEnvError(_unknown_message(env)) from exc
     return EnvSource(env, extra, repr(env))
+
+
+def _minigrid_source(env: str, kwargs: dict[str, Any]) -> EnvSource:
+    """A MiniGrid or BabyAI id, built without its mission text (see `_minigrid`)."""
+    if importlib.util.find_spec("minigrid") is None:
+        raise MissingDependencyError(
+            f"environment {env!r} is a MiniGrid id and needs the minigrid package, which is "
+            f"not installed; install it with: {MINIGRID_INSTALL}")
+    import minigrid  # noqa: F401  (registers its ids with gymnasium)
+
+    try:
+        gym.spec(env)
+    except gym.error.Error as exc:
+        raise UnknownEnvError(_unknown_message(env)) from exc
+    return EnvSource(functools.partial(make_minigrid, env), kwargs,
+                     f"{env!r} (MiniGrid, mission text left out)")
 
 
 def _describe(target: str | EnvFactory) -> str:

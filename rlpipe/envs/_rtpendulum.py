@@ -124,5 +124,7 @@ def make_rtpendulum(hz: float = 20.0, time_scale: Optional[float] = None,
 def register() -> None:
     """Register ``"rlpipe/RTPendulum-v0"`` with gymnasium (once)."""
     if RTPENDULUM_ID not in gym.registry:
+        # nondeterministic: a step integrates the wall-clock time that passed, so the same seed
+        # and actions give the same reset observation but steps that differ by clock jitter
         gym.register(RTPENDULUM_ID, entry_point="rlpipe.envs._rtpendulum:make_rtpendulum",
-                     disable_env_checker=True)
+                     disable_env_checker=True, nondeterministic=True)

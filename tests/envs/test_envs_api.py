@@ -106,6 +106,19 @@ def test_missing_box2d_gives_pip_command(monkeypatch):
         EnvManager("lunarlander", mode="sync")
 
 
+def test_minigrid_ids_without_minigrid_name_the_extra(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "minigrid" else real(name, *a))
+    with pytest.raises(MissingDependencyError,
+                       match=r"'MiniGrid-Empty-5x5-v0'.*pip install 'rlpipe\[minigrid\]'"):
+        EnvManager("MiniGrid-Empty-5x5-v0", n_envs=1)
+    with pytest.raises(MissingDependencyError, match="BabyAI-GoTo-v0.*rlpipe\\[minigrid\\]"):
+        EnvManager("BabyAI-GoTo-v0", n_envs=1)
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [

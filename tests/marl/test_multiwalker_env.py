@@ -15,7 +15,8 @@ from rlpipe.engine import Task  # noqa: E402
 from rlpipe.envs import MultiAgentEnvManager  # noqa: E402
 from rlpipe.middleware import StepCollector, gae_estimator, multistep_trainer  # noqa: E402
 from rlpipe.policies import MAPPOPolicy  # noqa: E402
-from rlpipe.zoo.multiwalker._env import ENV_ID, multiwalker_env  # noqa: E402
+from rlpipe.zoo.multiwalker._env import multiwalker_env  # noqa: E402
+from rlpipe.zoo.multiwalker.mappo import ENV_ID  # noqa: E402
 
 LEAVING = dict(n_walkers=3, shared_reward=False, terminate_on_fall=False, remove_on_fall=True)
 AGENTS = ["walker_0", "walker_1", "walker_2"]
@@ -46,6 +47,17 @@ def test_state_is_pettingzoos_and_survives_a_removed_walker():
         np.testing.assert_array_equal(state[24 * k:24 * (k + 1)], 0.0)
     assert all(np.any(state[24 * AGENTS.index(a):24 * (AGENTS.index(a) + 1)])
                for a in env.agents)
+    env.close()
+
+
+def test_passes_pettingzoos_parallel_api_test():
+    from pettingzoo.test import parallel_api_test
+    from pettingzoo.utils.env import ParallelEnv
+
+    env = multiwalker_env(**LEAVING)
+    assert isinstance(env, ParallelEnv)
+    assert env.unwrapped is env.env.unwrapped  # PettingZoo's own env below the mends
+    parallel_api_test(env, num_cycles=200)
     env.close()
 
 

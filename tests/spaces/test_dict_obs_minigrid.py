@@ -16,8 +16,6 @@ QUICK = ["--set", "env.n_envs=4", "--set", "env.eval_n_envs=2",
 
 
 def test_minigrid_env_names_keep_image_and_direction():
-    import rlpipe.zoo.minigrid.ppo  # noqa: F401  (registers the names)
-
     env = EnvManager("MiniGrid-DoorKey-5x5-v0", n_envs=2, seed=0, mode="sync")
     try:
         space = env.observation_space
@@ -52,3 +50,46 @@ def test_minigrid_entry_learns_empty_5x5(tmp_path, capsys):
                  "--set", "policy.eval.evaluator.n_episode=10"]) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["best_eval_value"] >= 0.6, summary
+
+
+@pytest.mark.parametrize("algo, env_id, weights", [
+    ("dqn", "MiniGrid-Empty-5x5-v0", ("online", "encoder.mlp.net.0.weight")),
+    ("ppo", "MiniGrid-DoorKey-5x5-v0", ("model", "actor_encoder.mlp.net.0.weight")),
+])
+def test_any_minigrid_id_trains_from_the_cli_without_an_import(algo, env_id, weights, tmp_path,
+                                                               capsys):
+    assert main(["train", "--algo", algo, "--env", env_id, "--max-env-steps", "512",
+                 "--no-progress", "--run-dir", str(tmp_path / "run")]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["env_step"] == 512
+    part, key = weights
+    # the features are the direction one-hot (4) and the small trunk on the image (64·4·4):
+    # the mission text is not an input
+    first = load_checkpoint(str(tmp_path / "run"), which="final")["policy"][part][key]
+    assert first.shape[1] == 4 + 64 * 4 * 4
+
+
+def test_babyai_ids_resolve_without_the_mission():
+    env = EnvManager("BabyAI-GoToRedBallGrey-v0", n_envs=1, seed=0, mode="sync")
+    try:
+        assert sorted(env.observation_space.spaces) == ["direction", "image"]
+    finally:
+        env.close()
+
+
+def test_a_misspelt_minigrid_id_names_close_matches(capsys):
+    assert main(["train", "--algo", "ppo", "--env", "MiniGrid-DoorKey-5x5-v9",
+                 "--max-env-steps", "512"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "'MiniGrid-DoorKey-5x5-v0'" in err
+
+
+def test_without_minigrid_the_cli_names_the_extra(monkeypatch, capsys):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "minigrid" else real(name, *a))
+    assert main(["train", "--algo", "dqn", "--env", "MiniGrid-Empty-5x5-v0",
+                 "--max-env-steps", "512"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "pip install 'rlpipe[minigrid]'" in err, err

@@ -13,8 +13,6 @@ from typing import Any, Dict
 from rlpipe.policies import PPOLSTMPolicy
 from rlpipe.zoo._onpolicy import resolve_config, run_onpolicy
 
-from . import _env  # noqa: F401  (registers the MiniGrid env names)
-
 POLICY = PPOLSTMPolicy
 REQUIRES = {"minigrid": "minigrid"}  # import name -> rlpipe extra
 

@@ -5,15 +5,14 @@ the small 2×2 conv trunk, the direction one-hot, one shared encoder for actor a
 Target: mean eval return >= 0.85 within 500k env steps. Hyperparameters in the spirit of
 rl-starter-files' MiniGrid PPO (16 envs × 128 steps per rollout, 4 epochs, minibatches of 256,
 lr 7e-4 decaying linearly over the budget, entropy bonus 0.01; with a constant lr the greedy
-evaluation collapsed late in a 200k run, see docs/spaces_observations.md). `--set env.id=MiniGrid-Empty-5x5-v0` (or another id in
-rlpipe/zoo/minigrid/_env.py) trains the same model on another grid.
+evaluation collapsed late in a 200k run, see docs/spaces_observations.md).
+`--set env.id=MiniGrid-Empty-5x5-v0` (or any other MiniGrid id) trains the same model on another
+grid.
 """
 from typing import Any, Dict
 
 from rlpipe.policies import PPOPolicy
 from rlpipe.zoo._onpolicy import resolve_config, run_onpolicy
-
-from . import _env  # noqa: F401  (registers the MiniGrid env names)
 
 POLICY = PPOPolicy
 REQUIRES = {"minigrid": "minigrid"}  # import name -> rlpipe extra

@@ -16,10 +16,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from pettingzoo.utils.wrappers import BaseParallelWrapper
 
-__all__ = ["ENV_ID", "LeavingWalkers", "multiwalker_env"]
+__all__ = ["LeavingWalkers", "multiwalker_env"]
 
-ENV_ID = "rlpipe.zoo.multiwalker._env:multiwalker_env"  # what env.id names (picklable)
 _OWN_OBS = 24  # a walker's own part of its 31-d observation (hull, joints, legs, lidar)
 
 
@@ -30,34 +30,16 @@ def multiwalker_env(**kwargs: Any) -> LeavingWalkers:
     return LeavingWalkers(multiwalker_v9.parallel_env(**kwargs))
 
 
-class LeavingWalkers:
+class LeavingWalkers(BaseParallelWrapper):
     """A multiwalker parallel env whose ``state()`` survives removed walkers and whose time
-    limit is a truncation (module docstring); everything else is the wrapped env's."""
-
-    def __init__(self, env: Any) -> None:
-        self.env = env
-        self.possible_agents = list(env.possible_agents)
-        self.metadata = env.metadata
-        self.state_space = env.state_space
+    limit is a truncation (module docstring); everything else is the wrapped env's (PettingZoo's
+    parallel wrapper hands on ``agents``, spaces, ``reset``, ``unwrapped`` ...)."""
 
     @property
     def sim(self) -> Any:
         """multiwalker_base.MultiWalkerEnv, the Box2D simulation (read through the wrapped
         env, so that pickling this object pickles only what the wrapped env pickles)."""
         return self.env.unwrapped.env
-
-    @property
-    def agents(self) -> list:
-        return self.env.agents
-
-    def observation_space(self, agent: str) -> Any:
-        return self.env.observation_space(agent)
-
-    def action_space(self, agent: str) -> Any:
-        return self.env.action_space(agent)
-
-    def reset(self, seed: int | None = None, options: dict | None = None) -> tuple:
-        return self.env.reset(seed=seed, options=options)
 
     def step(self, actions: dict) -> tuple:
         obs, rewards, terminated, truncated, infos = self.env.step(actions)
@@ -79,9 +61,3 @@ class LeavingWalkers:
         parts.append(np.array([package.position.x, package.position.y, package.angle],
                               dtype=np.float32))
         return np.concatenate(parts)
-
-    def render(self) -> Any:
-        return self.env.render()
-
-    def close(self) -> None:
-        self.env.close()

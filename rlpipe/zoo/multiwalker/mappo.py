@@ -19,8 +19,9 @@ from typing import Any, Dict
 from rlpipe.policies import MAPPOPolicy
 from rlpipe.zoo._onpolicy import resolve_config, run_onpolicy
 
-from ._env import ENV_ID
-
+# what env.id names: a picklable "module:factory" string (the module imports PettingZoo, so the
+# entry names it instead of importing it: listing the zoo needs no optional package)
+ENV_ID = "rlpipe.zoo.multiwalker._env:multiwalker_env"
 REQUIRES = {"pettingzoo": "marl", "Box2D": "box2d", "pygame": "box2d"}  # import -> rlpipe extra
 POLICY = MAPPOPolicy
 config: Dict[str, Any] = dict(
