@@ -155,3 +155,56 @@ def test_a_warm_up_larger_than_the_replay_is_refused():
 
     with pytest.raises(ConfigRangeError, match="min_samples.*never starts"):
         get_entry("cartpole-dqn").resolve({}, ["replay.min_samples=20000", "replay.capacity=10000"])
+
+
+@pytest.mark.parametrize("policy_cls, user, keys", [
+    (DQNPolicy, {"replay": {"capacity": 500, "min_samples": 100},
+                 "policy": {"learn": {"batch_size": 1000}}},
+     ["'replay.capacity' (500)", "'policy.learn.batch_size' (1000)"]),
+    (SACPolicy, {"env": {"n_envs": 8}, "policy": {"collect": {"n_sample": 4}}},
+     ["'policy.collect.n_sample' (4)", "'env.n_envs' (8)", "collect 8 env steps"]),
+    (PPOPolicy, {"env": {"n_envs": 1}, "policy": {"collect": {"n_sample": 128},
+                                                  "learn": {"batch_size": 256}}},
+     ["'policy.learn.batch_size' (256)", "'policy.collect.n_sample' (128)"]),
+])
+def test_settings_that_cannot_train_are_refused_naming_the_keys(policy_cls, user, keys):
+    with pytest.raises(ConfigRangeError) as info:
+        resolve(policy_cls, user)
+    message = str(info.value)
+    assert "\n" not in message
+    for key in keys:
+        assert key in message
+
+
+def test_the_same_settings_within_limits_pass():
+    resolve(DQNPolicy, {"replay": {"capacity": 1000, "min_samples": 100},
+                        "policy": {"learn": {"batch_size": 1000}}})
+    resolve(SACPolicy, {"env": {"n_envs": 8}, "policy": {"collect": {"n_sample": 8}}})
+    resolve(PPOPolicy, {"env": {"n_envs": 1}, "policy": {"collect": {"n_sample": 256},
+                                                         "learn": {"batch_size": 256}}})
+
+
+def test_budgets_that_give_no_update_warn_in_one_line():
+    from rlpipe.config_checks import budget_warnings
+
+    before_warm_up = resolve(SACPolicy, {"max_env_step": 500, "replay": {"min_samples": 1000}})
+    (line,) = budget_warnings(before_warm_up)
+    assert "max_env_step=500" in line and "replay.min_samples=1000" in line
+    no_update = resolve(SACPolicy, {"max_env_step": 2000, "env": {"n_envs": 1},
+                                    "replay": {"min_samples": 1000},
+                                    "policy": {"collect": {"n_sample": 2000},
+                                               "learn": {"update_per_collect": 1}}})
+    (line,) = budget_warnings(no_update)
+    assert "no update in the whole budget" in line and "update_per_collect" in line
+    assert budget_warnings(resolve(SACPolicy, {"max_env_step": 5000})) == []
+    assert budget_warnings(resolve(PPOPolicy, {})) == []  # on-policy: no warm-up
+
+
+def test_a_warned_budget_is_said_before_the_run(tmp_path, caplog):
+    from rlpipe.cli import main
+
+    with caplog.at_level("WARNING", logger="rlpipe"):
+        assert main(["train", "--algo", "sac", "--env", "Pendulum-v1", "--max-env-steps", "50",
+                     "--run-dir", str(tmp_path / "run"), "--no-progress"]) == 0
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any("max_env_step=50 ends before learning starts" in m for m in warned), warned
