@@ -172,7 +172,7 @@ def _commit() -> str:
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     what = parser.add_mutually_exclusive_group(required=True)
-    what.add_argument("--record", action="store_true", help=f"write the hashes to {RESULT.relative_to(ROOT)}")
+    what.add_argument("--record", action="store_true", help=f"write the hashes to {RESULT}")
     what.add_argument("--check", action="store_true", help="retrain and compare with the record")
     parser.add_argument("--only", nargs="+", choices=sorted(ENTRIES), help="these entries only")
     parser.add_argument("--keep", type=Path, help="train in this (new or empty) folder and keep the runs")
