@@ -38,11 +38,29 @@ def mean_stats(outputs: List[Dict[str, Any]]) -> Dict[str, float]:
     return {k: float(np.mean([o[k] for o in outputs])) for k in keys}
 
 
-def trainer(cfg: Any, policy: Any, *, name: str = "trainer") -> Callable:
-    """One update on `ctx.train_data` (skipped when it is None); `train_iter` += 1.
+def trainer(cfg: Any, policy: Any = None, log_freq: Optional[int] = None, *,
+            name: str = "trainer") -> Callable:
+    """Hand `ctx.train_data` to `policy.forward` (a learn face); `ctx.train_output` = the
+    statistics it returns; `train_iter` advances by the gradient steps it reports as
+    "n_updates" (1 when it reports none). Skipped when train_data is None.
 
-    The one update path of the off-policy pipelines: `OffPolicyLearner` runs it after its fetcher.
-    `name` is the middleware named when a loss is not finite."""
+    The one update path of every pipeline: `OffPolicyLearner` runs it after its fetcher (one
+    batch, one step), the offline pipeline after `offline_data_fetcher`, and the on-policy one as
+    `multistep_trainer` (a whole rollout, on which the policy runs its own epochs of minibatch
+    steps). A NaN or infinite statistic raises `NonFiniteLossError` naming `name`. DI-engine's
+    form `trainer(policy, log_freq=...)` is accepted too (the config is not needed). `log_freq`:
+    log the statistics at INFO level each time `train_iter` crosses a multiple of it (None:
+    never; the run's logger records them anyway)."""
+    if policy is None:  # trainer(policy, log_freq=...)
+        cfg, policy = None, cfg
+    if not callable(getattr(policy, "forward", None)):
+        raise TypeError(f"{name}: the policy must be a learn face with forward(batch), got a "
+                        f"{type(policy).__name__}; call {name}(cfg, policy.learn_mode) or "
+                        f"{name}(policy.learn_mode, log_freq=...)")
+    if log_freq is not None and (isinstance(log_freq, bool) or not isinstance(log_freq, int)
+                                 or log_freq < 1):
+        raise ValueError(f"{name}(log_freq={log_freq!r}): must be an int >= 1 (log every that "
+                         f"many train iterations) or None")
 
     @contract(reads=("train_data", "train_iter"), writes=("train_output", "train_iter"),
               role=Role.LEARNER)
@@ -52,7 +70,12 @@ def trainer(cfg: Any, policy: Any, *, name: str = "trainer") -> Callable:
         output = policy.forward(ctx.train_data)
         check_finite(output, name, ctx.train_iter)
         ctx.train_output = output
-        ctx.train_iter += 1
+        before = ctx.train_iter
+        ctx.train_iter += int(output.get("n_updates", 1))
+        if log_freq is not None and ctx.train_iter // log_freq > before // log_freq:
+            stats = ", ".join(f"{k} {v:.4g}" for k, v in output.items()
+                              if isinstance(v, (int, float, np.floating)) and k != "n_updates")
+            log.info("%s: train_iter %d: %s", name, ctx.train_iter, stats)
 
     return _trainer
 

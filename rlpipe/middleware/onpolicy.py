@@ -1,6 +1,7 @@
 """On-policy middleware: `gae_estimator` turns a collected rollout into a training batch with
 GAE advantages (built by the data layer's `RolloutStorage`, the one home of GAE batches),
-`multistep_trainer` hands it to the policy for its epochs of minibatch updates.
+`multistep_trainer` (the one `trainer` under DI-engine's on-policy name) hands it to the policy
+for its epochs of minibatch updates.
 
     task.use(StepCollector(cfg, policy.collect_mode, collector_env))
     task.use(gae_estimator(cfg, policy.collect_mode))
@@ -8,7 +9,6 @@ GAE advantages (built by the data layer's `RolloutStorage`, the one home of GAE 
 """
 from __future__ import annotations
 
-import logging
 from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
@@ -19,9 +19,8 @@ from rlpipe.engine import Role, contract
 
 from ._cfg import setting
 from ._hidden import is_recurrent
-from .learner import check_finite
+from .learner import trainer
 
-log = logging.getLogger(__name__)
 ValueFn = Callable[[Any], Any]
 
 
@@ -152,41 +151,10 @@ def gae_estimator(cfg: Any, policy: Any) -> Callable:
 
 
 def multistep_trainer(cfg: Any, policy: Any = None, log_freq: Optional[int] = None) -> Callable:
-    """Hand `ctx.train_data` (a whole rollout) to `policy.forward` (a learn face that runs its
-    own epochs of minibatch updates); `ctx.train_output` = its mean statistics; `train_iter`
-    advances by the number of gradient steps it reports as "n_updates" (1 if it reports none).
-    A NaN or infinite statistic raises `NonFiniteLossError`. Skipped when train_data is None.
-
-    Current DI-engine's form `multistep_trainer(policy, log_freq=100)` is accepted too (the
-    config is not needed). `log_freq`: log the statistics at INFO level each time `train_iter`
-    crosses a multiple of it (None: never; the run's logger records them anyway)."""
-    if policy is None:  # multistep_trainer(policy, log_freq=...)
-        cfg, policy = None, cfg
-    if not callable(getattr(policy, "forward", None)):
-        raise TypeError(f"multistep_trainer: the policy must be a learn face with forward(batch), "
-                        f"got a {type(policy).__name__}; call multistep_trainer(cfg, "
-                        f"policy.learn_mode) or multistep_trainer(policy.learn_mode, log_freq=...)")
-    if log_freq is not None and (isinstance(log_freq, bool) or not isinstance(log_freq, int)
-                                 or log_freq < 1):
-        raise ValueError(f"multistep_trainer(log_freq={log_freq!r}): must be an int >= 1 "
-                         f"(log every that many train iterations) or None")
-
-    @contract(reads=("train_data", "train_iter"), writes=("train_output", "train_iter"),
-              role=Role.LEARNER)
-    def _multistep_trainer(ctx: OnlineRLContext) -> None:
-        if ctx.train_data is None:
-            return
-        output = policy.forward(ctx.train_data)
-        check_finite(output, "multistep_trainer", ctx.train_iter)
-        ctx.train_output = output
-        before = ctx.train_iter
-        ctx.train_iter += int(output.get("n_updates", 1))
-        if log_freq is not None and ctx.train_iter // log_freq > before // log_freq:
-            stats = ", ".join(f"{k} {v:.4g}" for k, v in output.items()
-                              if isinstance(v, (int, float, np.floating)) and k != "n_updates")
-            log.info("multistep_trainer: train_iter %d: %s", ctx.train_iter, stats)
-
-    return _multistep_trainer
+    """DI-engine's on-policy name for `trainer`: `ctx.train_data` is a whole rollout, on which
+    `policy.forward` runs its epochs of minibatch updates and reports them as "n_updates".
+    Takes `(cfg, policy.learn_mode)` or DI-engine's `(policy.learn_mode, log_freq=100)`."""
+    return trainer(cfg, policy, log_freq, name="multistep_trainer")
 
 
 __all__ = ["gae_estimator", "multistep_trainer", "recurrent_rollout", "rollout_to_batch"]

@@ -1,9 +1,9 @@
 """Inputs with an agent axis for multi-agent policies: the agent mask, per-agent action masks,
-means over the present agents only, and batches whose absent agents carry zeros."""
+and batches whose absent agents carry zeros."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Dict, Optional
 
 import gymnasium as gym
 import numpy as np
@@ -14,7 +14,7 @@ from rlpipe.models.multi_agent import agent_rows
 
 from ._masks import policy_mask
 
-__all__ = ["agent_action_mask", "masked_mean", "present_mask", "zero_absent"]
+__all__ = ["agent_action_mask", "present_mask", "zero_absent"]
 
 
 def present_mask(policy: Any, obs: Any, agent_mask: Any, device: torch.device,
@@ -47,12 +47,6 @@ def agent_action_mask(space: gym.Space, action_mask: Any, present: torch.Tensor,
     mask = torch.as_tensor(np.asarray(action_mask), device=present.device).bool()
     mask = mask.reshape(present.numel(), -1) | ~present.reshape(-1, 1)
     return policy_mask(space, mask.cpu().numpy(), present.numel(), face, present.device)
-
-
-def masked_mean(m: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
-    """x ↦ Σ_{m} x / Σ m over the rows where `m` is True (the others may hold anything finite)."""
-    count = m.sum().clamp(min=1).float()
-    return lambda x: torch.where(m, x, torch.zeros_like(x)).sum() / count
 
 
 def zero_absent(batch: Dict[str, Any], w: torch.Tensor,

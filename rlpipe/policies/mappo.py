@@ -35,9 +35,10 @@ from rlpipe.data import to_torch
 from rlpipe.models import batch_rows, obs_as_tensor
 from rlpipe.models.multi_agent import MultiAgentActorCritic, agent_rows
 
-from ._agents import agent_action_mask, masked_mean, present_mask, zero_absent
+from ._agents import agent_action_mask, present_mask, zero_absent
 from ._common import adam, clone_state, extend_config, hard_update, resolve_device
 from ._masks import masked_categorical, masked_mode
+from ._ppo_loss import ppo_terms
 from .base import Policy, _CollectFace
 
 __all__ = ["IPPOPolicy", "MAPPOPolicy"]
@@ -275,40 +276,23 @@ class MAPPOPolicy(Policy):
         dist, value = model(obs, state, w)
         if "action_mask" in b:
             dist = masked_categorical(dist, b["action_mask"][idx].flatten(0, 1))
-        m = w.reshape(-1)
-        mean = masked_mean(m)
-        action = b["action"][idx].flatten(0, 1)
-        log_ratio = torch.where(m, dist.log_prob(action) - b["logp"][idx].reshape(-1), 0.0)
-        ratio = log_ratio.exp()
-        adv = b["adv"][idx].reshape(-1).float()
-        if c.adv_norm and int(m.sum()) > 1:
-            mu = mean(adv)
-            adv = (adv - mu) / (torch.sqrt(mean((adv - mu) ** 2)) + 1e-8)
-        policy_loss = mean(torch.max(-adv * ratio,
-                                     -adv * ratio.clamp(1.0 - c.clip_ratio, 1.0 + c.clip_ratio)))
-        value = value.reshape(-1)
-        ret = model.normalize(b["return"][idx].reshape(-1).float())
-        err = self._value_err(value - ret)
-        if c.value_clip is not None:  # the critic may not move further than c from its old value
-            old = model.normalize(b["value"][idx].reshape(-1).float())
-            err = torch.max(err, self._value_err(
-                old + (value - old).clamp(-c.value_clip, c.value_clip) - ret))
-        value_loss = mean(err)
-        entropy = mean(dist.entropy())
-        loss = policy_loss + c.value_coef * value_loss - c.entropy_coef * entropy
+        old = b["value"][idx].reshape(-1).float() if c.value_clip is not None else None
+        # The critic learns normalised returns; Yu et al. normalise advantages by the population std.
+        terms = ppo_terms(c, dist, value.reshape(-1), b["action"][idx].flatten(0, 1),
+                          b["logp"][idx].reshape(-1), b["adv"][idx].reshape(-1),
+                          model.normalize(b["return"][idx].reshape(-1).float()),
+                          None if old is None else model.normalize(old), mask=w.reshape(-1),
+                          value_err=self._value_err, unbiased_adv_std=False)
         self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        terms.loss.backward()
         limit = float("inf") if c.grad_clip is None else c.grad_clip
         actor_norm = nn.utils.clip_grad_norm_(self._actor_params, limit)
         critic_norm = nn.utils.clip_grad_norm_(self._critic_params, limit)
         with self._lock:
             self.optimizer.step()
             self.train_iter += 1
-        with torch.no_grad():
-            approx_kl = mean((ratio - 1.0) - log_ratio)
-            clip_frac = mean(((ratio - 1.0).abs() > c.clip_ratio).float())
-            return torch.stack([policy_loss, value_loss, entropy, approx_kl, clip_frac,
-                                actor_norm.float(), critic_norm.float()]).detach()
+        return torch.stack([terms.policy_loss, terms.value_loss, terms.entropy, terms.approx_kl,
+                            terms.clip_frac, actor_norm.float(), critic_norm.float()]).detach()
 
     def _value_err(self, diff: torch.Tensor) -> torch.Tensor:
         if self.cfg.learn.value_loss == "huber":

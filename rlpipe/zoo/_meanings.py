@@ -2,8 +2,8 @@
 
 Meanings come from where the defaults are maintained:
 
-- the run sections (RUN_DEFAULTS of `_offpolicy.py` / `_onpolicy.py` / `_offline.py`):
-  `RUN_MEANINGS` below, one line per key; a test checks that every key of the tables has one;
+- the run sections: `RUN_KEYS` of `_run_keys.py`, beside each key's default (every pipeline's
+  RUN_DEFAULTS is made from it), and the generic runs' `imports` below;
 - a policy's own keys: the end-of-line comment beside the key in its `default_config()` (the
   policy modules already document every setting that way), or the policy class's optional
   `config_meanings` dict (dotted key below `policy.` → meaning), which wins;
@@ -18,66 +18,10 @@ import textwrap
 import tokenize
 from typing import Any, Dict, List, Mapping
 
+from ._run_keys import RUN_KEYS
+
 RUN_MEANINGS: Dict[str, str] = {
-    "seed": "seed of the run: envs, network init, exploration, replay sampling",
-    "run_dir": "the run folder (set by `rlpipe train`: runs/<name>/<timestamp>/)",
-    "async_mode": "overlap collection and evaluation with training (`--async`)",
-    "max_env_step": "stop after this many env steps (`--max-env-steps`)",
-    "max_train_iter": "stop after this many learn steps (None: no limit; offline: the budget)",
-    "max_wall_time": "stop after this many seconds (None: no limit)",
-    "progress": "show a progress bar (`--no-progress` turns it off)",
-    "resume_from": "checkpoint this run continues from (set by `--resume`)",
-    "init_from": "checkpoint whose weights this new run starts from (set by `--init-from "
-                 "RUN_DIR`: its best.pt, else final.pt)",
-    "init_from_optim": "with init_from: load the optimiser states too (`--init-from-optim`); "
-                       "else they start fresh",
-    "dataset.id": "the Minari data set an offline run trains on (`--dataset ID`; `rlpipe "
-                  "dataset list` shows the local ones)",
-    "env.id": "gymnasium id, name registered with rlpipe.envs.register_env, or module:Factory "
-              "(offline: the eval env; None: the data set's)",
-    "env.n_envs": "parallel envs the collector steps",
-    "env.eval_n_envs": "parallel envs the evaluator steps",
-    "env.mode": "vectorisation: 'sync', 'async' (subprocesses), 'native' or 'auto'",
-    "env.stop_value": "finish when the mean eval return reaches this (None: run the budget)",
-    "env.step_timeout": "seconds an env step may take before the env is restarted (async mode)",
-    "env.env_kwargs": "keyword arguments for gymnasium.make (or the env factory)",
-    "env.eval_env_kwargs": "the evaluator's env kwargs, over env_kwargs (Atari: "
-                           "{'atari_preset': 'eval'})",
-    "env.action_masks": "hand the env's action masks to the policy (False: ignore them)",
-    "env.action_mask_fn": "'module:function' giving the action mask from (obs, infos); None: "
-                          "the env's info['action_mask'] or obs key 'action_mask'",
-    "env.max_restarts": "env restarts (crashes, hangs) allowed within restart_window steps; one "
-                        "more stops the run, naming the env and its last traceback",
-    "env.restart_window": "batched env steps over which max_restarts counts (None: the whole run)",
-    "replay.capacity": "transitions the replay buffer holds",
-    "replay.prioritized": "prioritised replay (sum tree) instead of uniform sampling",
-    "replay.alpha": "prioritised replay: priority exponent",
-    "replay.beta": "prioritised replay: importance-sampling exponent",
-    "replay.min_samples": "transitions in the buffer before learning starts",
-    "replay.max_updates_per_step": "learn steps allowed per collected env step "
-                                   "(None: update_per_collect / n_sample)",
-    "replay.frames": "store each frame of uint8 frame-stack observations once (True), never "
-                     "(False), or None: when the env's observations are such stacks",
-    "replay.frame_stack": "frames per observation, for replay.frames (the axis of this size, "
-                          "first or last, is the frame axis)",
-    "replay.save_buffer": "checkpoints save the replay buffer, so --resume is exact",
-    "logger.tensorboard": "write TensorBoard events to <run_dir>/tb",
-    "logger.wandb": "also log the metrics and config to Weights & Biases, files under "
-                    "<run_dir>/wandb (rlpipe[wandb]; WANDB_MODE=offline: no network)",
-    "logger.wandb_project": "the W&B project of logger.wandb",
-    "logger.wandb_mode": "W&B's mode: 'online', 'offline' (files only, `wandb sync` uploads "
-                         "them later) or None (WANDB_MODE decides, else online)",
-    "logger.train_show_freq": "log the learner's statistics (averaged) every this many train "
-                              "iterations",
-    "ckpt.train_freq": "write a resumable checkpoint every this many learn steps",
-    "parallel.collectors": "collector processes of a distributed run (`--collectors`)",
-    "parallel.evaluator": "evaluate in a process of its own (`--evaluator`)",
-    "parallel.publish_every": "learner publishes weights every N learn steps (None: every one)",
-    "parallel.batches_per_iter": "collector batches the learner takes per iteration",
-    "parallel.queue_size": "collector batches in flight before collectors wait (None: default)",
-    "parallel.backend": "'ray' (actors, one machine or a cluster) or 'local' (child processes)",
-    "parallel.child_nice": "CPU priority offset of the local backend's children (None: 10; 0 "
-                           "for a real-time collector that must keep its clock)",
+    **{key: meaning for key, (_, meaning) in RUN_KEYS.items()},
     "imports": "modules imported before the run (`--import`), e.g. ones that register "
                "an env or a policy",
 }

@@ -37,30 +37,15 @@ from rlpipe.middleware.exchange import Exchange
 from ._offpolicy import eval_env_kwargs, mask_settings
 from ._pipeline import Pipeline, closed_on_error, make_policy, run_pipeline
 from ._resume import RunState, resumed_context
+from ._run_keys import run_defaults
 from ._tail import use_run_tail
 
-RUN_DEFAULTS: Dict[str, Any] = dict(
-    seed=0,
-    run_dir=None,
-    async_mode=False,
-    max_train_iter=10_000,
-    max_wall_time=None,
-    progress=True,
-    resume_from=None,
-    init_from=None,
-    init_from_optim=False,
-    dataset=dict(id=None),
-    env=dict(id=None, eval_n_envs=5, mode="auto", stop_value=None, step_timeout=None,
-             env_kwargs={}, eval_env_kwargs={}, max_restarts=10, restart_window=1000,
-             action_masks=True, action_mask_fn=None),
-    logger=dict(tensorboard=True, wandb=False, wandb_project="rlpipe",
-                wandb_mode=None, train_show_freq=100),
-    ckpt=dict(train_freq=5000),
-    # --async: an evaluator process beside the trainer (no collector); publish_every None:
-    # every eval_freq updates
-    parallel=dict(collectors=0, evaluator=False, publish_every=None, queue_size=None,
-                  backend="local", child_nice=0),
-)
+# No env steps, collector or replay: the budget is in learn steps. --async runs an evaluator
+# process beside the trainer on the local backend, at full CPU priority (publish_every None:
+# the trainer publishes its weights every eval_freq updates).
+RUN_DEFAULTS: Dict[str, Any] = run_defaults(
+    without=("max_env_step", "env.n_envs", "replay", "parallel.batches_per_iter"),
+    changed={"max_train_iter": 10_000, "parallel.backend": "local", "parallel.child_nice": 0})
 MAKE_ONE = ("`rlpipe train cartpole-dqn`, then `rlpipe dataset collect runs/cartpole-dqn/<run> "
             "--episodes 50 --eps 0.2 --id {id}` (or `rlpipe dataset collect random --env ENV "
             "--episodes 50 --id {id}`)")

@@ -18,37 +18,12 @@ from rlpipe.middleware.exchange import Exchange
 
 from ._pipeline import DataPath, Pipeline, closed_on_error, make_policy, run_pipeline
 from ._resume import RunState, resumed_context
+from ._run_keys import run_defaults
 from ._sequence import sequence_data
 from ._tail import use_run_tail
 
-RUN_DEFAULTS: Dict[str, Any] = dict(
-    seed=0,
-    run_dir=None,
-    async_mode=False,
-    max_env_step=100_000,
-    max_train_iter=None,
-    max_wall_time=None,
-    progress=True,
-    resume_from=None,
-    init_from=None,
-    init_from_optim=False,
-    # max_restarts: env restarts (crashes, hangs) allowed within restart_window steps of one
-    # env manager (batched steps; None: the whole run); one more stops the run, naming the env
-    # and its last traceback. An env that crashes now and then runs on; a crash loop stops.
-    env=dict(id=None, n_envs=8, eval_n_envs=5, mode="auto", stop_value=None, step_timeout=None,
-             env_kwargs={}, eval_env_kwargs={}, max_restarts=10, restart_window=1000,
-             action_masks=True, action_mask_fn=None),
-    replay=dict(capacity=100_000, prioritized=False, alpha=0.6, beta=0.4, min_samples=1000,
-                max_updates_per_step=None, save_buffer=True, frames=None, frame_stack=4),
-    logger=dict(tensorboard=True, wandb=False, wandb_project="rlpipe",
-                wandb_mode=None),
-    ckpt=dict(train_freq=5000),
-    # distributed runs (rlpipe train --collectors N; see docs/distributed.md)
-    # child_nice: CPU priority offset of the local backend's child processes (None: 10, the
-    # learner keeps its CPU; 0 for collectors that must keep a real-time clock)
-    parallel=dict(collectors=0, evaluator=False, publish_every=None, batches_per_iter=1,
-                  queue_size=None, backend="ray", child_nice=None),
-)
+RUN_DEFAULTS: Dict[str, Any] = run_defaults(without=("dataset", "logger.train_show_freq"))
+
 
 def default_config(policy_cls: Any) -> EasyDict:
     """The full default run config for an off-policy algorithm: run, env, replay, logger,

@@ -18,34 +18,17 @@ from rlpipe.middleware.exchange import Exchange
 from ._offpolicy import make_envs
 from ._pipeline import Pipeline, closed_on_error, make_policy, run_pipeline
 from ._resume import RunState, resumed_context
+from ._run_keys import run_defaults
 from ._tail import use_run_tail
 
 log = logging.getLogger("rlpipe")
 
-RUN_DEFAULTS: Dict[str, Any] = dict(
-    seed=0,
-    run_dir=None,
-    async_mode=False,
-    max_env_step=100_000,
-    max_train_iter=None,
-    max_wall_time=None,
-    progress=True,
-    resume_from=None,
-    # max_restarts: env restarts (crashes, hangs) allowed within restart_window steps of one
-    # env manager (batched steps; None: the whole run); one more stops the run, naming the env
-    # and its last traceback. An env that crashes now and then runs on; a crash loop stops.
-    env=dict(id=None, n_envs=8, eval_n_envs=5, mode="auto", stop_value=None, step_timeout=None,
-             env_kwargs={}, eval_env_kwargs={}, max_restarts=10, restart_window=1000,
-             action_masks=True, action_mask_fn=None),
-    logger=dict(tensorboard=True, wandb=False, wandb_project="rlpipe",
-                wandb_mode=None),
-    ckpt=dict(train_freq=5000),
-    # distributed runs (rlpipe train --collectors N; docs/distributed.md): the learner computes
-    # GAE on each collector rollout it receives (one per iteration: batches_per_iter must stay
-    # 1, a rollout is one stretch of time) and publishes its weights after every update
-    parallel=dict(collectors=0, evaluator=False, publish_every=None, batches_per_iter=1,
-                  queue_size=None, backend="ray"),
-)
+# No replay buffer; `--init-from` is for off-policy and offline runs. Distributed, the learner
+# computes GAE on each collector rollout it receives (one per iteration: batches_per_iter must
+# stay 1, a rollout is one stretch of time) and publishes its weights after every update.
+RUN_DEFAULTS: Dict[str, Any] = run_defaults(
+    without=("init_from", "init_from_optim", "dataset", "replay", "logger.train_show_freq",
+             "parallel.child_nice"))
 
 
 def default_config(policy_cls: Any) -> EasyDict:

@@ -10,7 +10,7 @@ from rlpipe.contexts import OnlineRLContext
 from rlpipe.data import compute_gae
 from rlpipe.engine import Task, contract_of
 from rlpipe.middleware import (NonFiniteLossError, StepCollector, gae_estimator,
-                               multistep_trainer)
+                               multistep_trainer, trainer)
 from rlpipe.middleware.onpolicy import rollout_to_batch
 from rlpipe.policies import PPOPolicy
 
@@ -142,21 +142,22 @@ class CountingLearner:
         return dict(self.stats)
 
 
-def test_multistep_trainer_counts_gradient_steps_and_checks_for_nan():
+@pytest.mark.parametrize("make", [multistep_trainer, trainer])
+def test_the_trainer_under_either_name_counts_gradient_steps_and_checks_for_nan(make):
     learner = CountingLearner({"policy_loss": 0.1, "n_updates": 7})
-    trainer = multistep_trainer(cfg(), learner)
-    c = contract_of(trainer)
+    train = make(cfg(), learner)
+    c = contract_of(train)
     assert c.reads == {"train_data", "train_iter"} and c.writes == {"train_output", "train_iter"}
     ctx = OnlineRLContext()
-    trainer(ctx)  # no data: nothing happens
+    train(ctx)  # no data: nothing happens
     assert ctx.train_iter == 0 and not learner.batches
     ctx.train_data = {"adv": np.zeros(3)}
-    trainer(ctx)
+    train(ctx)
     assert ctx.train_iter == 7 and ctx.train_output["policy_loss"] == 0.1
-    multistep_trainer(cfg(), CountingLearner({"loss": 1.0}))(ctx)  # no n_updates: counts 1
+    make(cfg(), CountingLearner({"loss": 1.0}))(ctx)  # no n_updates: counts 1
     assert ctx.train_iter == 8
-    bad = multistep_trainer(cfg(), CountingLearner({"value_loss": math.nan, "n_updates": 1}))
-    with pytest.raises(NonFiniteLossError, match="value_loss"):
+    bad = make(cfg(), CountingLearner({"value_loss": math.nan, "n_updates": 1}))
+    with pytest.raises(NonFiniteLossError, match=f"^{make.__name__}: 'value_loss'"):
         bad(ctx)
 
 

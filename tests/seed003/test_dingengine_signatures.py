@@ -47,7 +47,7 @@ def test_ckpt_saver_save_dir_by_name_and_conflicts(dqn, tmp_path):
 def test_onpolicy_script_with_multistep_trainer_policy_log_freq(ppo, caplog):
     cfg, policy = ppo.cfg, ppo.policy
     collector_env, evaluator_env = ppo.collector_env, ppo.evaluator_env
-    with caplog.at_level(logging.INFO, logger="rlpipe.middleware.onpolicy"):
+    with caplog.at_level(logging.INFO, logger="rlpipe.middleware"):
         with task.start(async_mode=False, ctx=OnlineRLContext()):
             task.use(interaction_evaluator(cfg, policy.eval_mode, evaluator_env))
             task.use(StepCollector(cfg, policy.collect_mode, collector_env))

@@ -68,6 +68,26 @@ def test_every_run_defaults_key_has_a_meaning_and_no_meaning_is_stale():
     assert set(RUN_MEANINGS) - keys == {"imports"}
 
 
+def test_a_pipelines_run_defaults_are_the_one_table_less_what_it_lacks():
+    from rlpipe.zoo import _offline, _offpolicy, _onpolicy
+    from rlpipe.zoo._meanings import leaf_keys
+    from rlpipe.zoo._run_keys import RUN_KEYS, run_defaults
+
+    for module in (_offpolicy, _onpolicy, _offline):
+        for key in leaf_keys(module.RUN_DEFAULTS):
+            assert key in RUN_KEYS, f"{module.__name__}: {key} is not in RUN_KEYS"
+    offline = run_defaults(without=("replay", "env.n_envs"), changed={"max_train_iter": 7})
+    assert "replay" not in offline and "n_envs" not in offline["env"]
+    assert offline["max_train_iter"] == 7 and offline["env"]["eval_n_envs"] == RUN_KEYS["env.eval_n_envs"][0]
+    first, second = run_defaults(), run_defaults()
+    first["env"]["env_kwargs"]["x"] = 1  # each call hands out its own dicts
+    assert second["env"]["env_kwargs"] == {}
+    with pytest.raises(KeyError, match="'replay.capacty'.*RUN_KEYS"):
+        run_defaults(without=("replay.capacty",))
+    with pytest.raises(KeyError, match="'replay.alpha'.*left out"):
+        run_defaults(without=("replay",), changed={"replay.alpha": 0.5})
+
+
 def test_meanings_come_from_the_comments_beside_the_defaults():
     from rlpipe.policies import DQNPolicy
     from rlpipe.zoo._meanings import comment_meanings
