@@ -31,7 +31,7 @@ def inferencer(seed: Optional[int], policy: Any, env: Any, cursor: Optional[EnvC
     `seed` seeds the first reset of `env` when given; `policy` is a collect face, refreshed (its
     acting copy takes the learner's weights) before the first action of each iteration.
     `ctx.inference_output` is a `PerEnvOutput`: `ctx.inference_output[env_id]` is that env's
-    output dict (seed 003's `Dict[int, Dict]`), and `.batch` the batched dict the policy returned.
+    output dict (DI-engine's `Dict[int, Dict]`), and `.batch` the batched dict the policy returned.
     `cursor`: the `EnvCursor` to act from, shared with a `rolloutor(..., cursor=)`; without one,
     the inferencer and rolloutor of one env share the task's cursor of that env
     (`Task.shared`). `random_collect_size`: act uniformly at random for the run's first env
