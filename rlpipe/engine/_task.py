@@ -44,6 +44,7 @@ class Task(RolesMixin, EventsMixin, SharedMixin):
         self._chain: List[Node] = []
         self._wrappers: List[Callable[[Middleware], Middleware]] = []
         self._events = EventBus()
+        self._undeclared_emits: set = set()
         self._flow = Flow()
         self._roles: set = set()
         self._ctx: Optional[Context] = None
