@@ -2,7 +2,9 @@
 record the step, count env steps and episodes.
 
 `inferencer`, `rolloutor`, `StepCollector` and `EpisodeCollector` (collector.py) are all built
-from `Acting`; a new kind of acting (hidden state per env, an agent axis) is added here once.
+on `Acting`: the two middleware each wrap one, each collector runs its own loop over one (it
+does not call `inferencer` and `rolloutor`); a new kind of acting (hidden state per env, an
+agent axis) is added here once.
 
 - `EnvCursor` — the observation each env of a manager acts from next. The pipeline owns it: a
   collector makes its own (or takes one), `inferencer`/`rolloutor` share one per env and task.
