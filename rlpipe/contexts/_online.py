@@ -72,7 +72,7 @@ class OfflineRLContext(_CommonRLContext):
 
     train_epoch: int = 0
     """Which pass over the data set this iteration's batch belongs to, as written by the data
-    fetcher (not kept, as in seed 003's table: the fetcher owns the count and writes it each
+    fetcher (not kept, as in DI-engine's context table: the fetcher owns the count and writes it each
     iteration)."""
 
 

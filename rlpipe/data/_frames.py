@@ -1,4 +1,4 @@
-"""Replay buffers that store each frame of stacked-frame observations once (issue #18).
+"""Replay buffers that store each frame of stacked-frame observations once.
 
 `FrameReplayBuffer` and `PrioritizedFrameReplayBuffer` take and give the same batches as
 `ReplayBuffer` and `PrioritizedReplayBuffer`, for transitions whose `obs` and `next_obs` are

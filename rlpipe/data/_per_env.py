@@ -13,7 +13,7 @@ def _row(value: Any, i: int) -> Any:
 
 
 class PerEnvOutput(Mapping):
-    """What `inferencer` writes to `ctx.inference_output`, typed as seed 003 types it
+    """What `inferencer` writes to `ctx.inference_output`, typed as DI-engine types it
     (`Dict[int, Dict]`): `out[env_id]` is that env's output dict (`{"action": ..., "logp": ...}`).
 
     A light view: rows are sliced on access, nothing is copied up front. The batched dict the

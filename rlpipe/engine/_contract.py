@@ -30,7 +30,8 @@ class Contract:
     emits: FrozenSet[str] = frozenset()
     """Events the middleware emits through `current_task().emit(...)` (e.g. "eval_end")."""
     finishes: bool = False
-    """Whether the middleware may set `current_task().finish = True` (end the run)."""
+    """Whether the middleware may end the run (`current_task().end_run(reason)`, or
+    `current_task().finish = True`)."""
 
     def conflicts_with(self, later: "Contract") -> bool:
         """Whether `later` must wait for this one in an iteration (write/read, read/write,
@@ -60,7 +61,7 @@ def contract(
     `optional_reads` are fields read only if the context has them ("read if the context has
     it"): the middleware must then check, e.g. with `getattr(ctx, "env_step", None)`.
     `emits` names the events it emits with `current_task().emit(...)`; `finishes=True` says it
-    may end the run with `current_task().finish = True` (both shown by the middleware table and
+    may end the run with `current_task().end_run(reason)` or `.finish = True` (both shown by the middleware table and
     `rlpipe graph`; the task checks listeners against the declared events).
 
     >>> @contract(reads=("obs",), writes=("action",), role="collector", emits=("acted",))

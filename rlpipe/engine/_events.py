@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
+from ._listeners import RUNNING, warn_undeclared_emit
 from ._names import middleware_name
 
 
@@ -66,6 +67,8 @@ class EventsMixin:
     """The events part of `Task`: `on`, `once`, `off`, `emit` over its `EventBus`."""
 
     _events: EventBus
+    _undeclared_emits: Set[Tuple[str, str]]
+    """(middleware, event) pairs already reported as emitted without being declared."""
 
     def on(self, event: str, fn: Callable[..., Any]) -> None:
         """Call `fn(*args, **kwargs)` on every `emit(event, ...)` until `off`/`stop()`."""
@@ -80,5 +83,17 @@ class EventsMixin:
         self._events.off(event, fn)
 
     def emit(self, event: str, *args: Any, **kwargs: Any) -> None:
-        """Call the handlers of `event` in this thread (thread-safe); handler errors propagate."""
-        self._events.emit(event, *args, **kwargs)
+        """Call the handlers of `event` in this thread (thread-safe); handler errors propagate.
+
+        Emitted by a middleware of the chain whose contract does not declare `event`: a
+        one-line UserWarning names both (once per middleware and event; see `_listeners`)."""
+        node = getattr(RUNNING, "node", None)
+        if node is None:
+            self._events.emit(event, *args, **kwargs)
+            return
+        warn_undeclared_emit(node, event, self._undeclared_emits)
+        RUNNING.node = None  # what the handlers emit is theirs, not this middleware's
+        try:
+            self._events.emit(event, *args, **kwargs)
+        finally:
+            RUNNING.node = node

@@ -2,6 +2,7 @@
 
 Each function updates the per-middleware `counts`/`totals` of the profile and adds to an error
 a note naming the middleware, its position and which half (before or after its `yield`) failed.
+While a middleware's code runs, `RUNNING.node` names it (for the check of the events it emits).
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from concurrent.futures import Executor
 from typing import Any, List, Tuple
 
 from ._flow import Flow, Node, Suspended, discard
+from ._listeners import RUNNING
 from ._scheduler import run_graph
 
 _Gen = types.GeneratorType
@@ -29,10 +31,12 @@ def iterate_sync(flow: Flow, ctx: Any, nodes: List[Node], counts: List[int],
     suspended: List[Tuple[int, Suspended]] = []
     perf = time.perf_counter
     i = -1
+    outer = getattr(RUNNING, "node", None)  # a task run from inside another's middleware
     t = perf()
     try:
         for node in nodes:
             i += 1
+            RUNNING.node = node
             gen = node.fn(ctx)
             if type(gen) is _Gen:
                 try:
@@ -55,6 +59,8 @@ def iterate_sync(flow: Flow, ctx: Any, nodes: List[Node], counts: List[int],
         pending.clear()
         discard([s for _, s in suspended], exc)
         raise
+    finally:
+        RUNNING.node = outer
     backward(flow, nodes, suspended, totals)
 
 
@@ -62,15 +68,19 @@ def backward(flow: Flow, nodes: List[Node], suspended: List[Tuple[int, Suspended
              totals: List[float]) -> None:
     """Run the post-`yield` parts of `suspended`, last first."""
     perf = time.perf_counter
+    outer = getattr(RUNNING, "node", None)
     while suspended:
         i, item = suspended.pop()
         t = perf()
+        RUNNING.node = nodes[i]
         try:
             flow.resume(item)
         except BaseException as exc:
             exc.add_note(where(nodes, i, "after its yield"))
             discard([s for _, s in suspended], exc)
             raise
+        finally:
+            RUNNING.node = outer
         totals[i] += perf() - t
 
 

@@ -1,22 +1,37 @@
-"""Checking the task's event listeners against the events the chain declares it emits.
+"""Checking events against what the chain declares (`@contract(emits=...)`): the events a
+middleware emits, and the events the task's listeners wait for.
 
-A listener for an event that no middleware declares (`@contract(emits=...)`) is legal: user
-events may be emitted from anywhere (a listener, a thread, code outside the chain). What is
-caught is the likely typo: a listener whose event is not declared but is a close match of one
-that is (`"eval_ended"` beside a declared `"eval_end"`), which would otherwise never fire and
-say nothing. It is a warning, not an error, because such an event may still be emitted from
-outside the chain; a chain with an undeclared middleware (which may emit anything) is not checked.
+Emits: while the task runs a middleware's code (before or after its `yield`), the thread running
+it knows which middleware it is (`RUNNING`); an event that middleware emits and its contract
+does not declare is reported in a one-line UserWarning naming the middleware, the event and the
+fix, once per middleware and event. Code run by an event's handlers is not checked (a handler
+belongs to whoever registered it, not to the middleware whose emit called it), nor code of an
+undeclared middleware (it may emit anything), nor the children `parallel(...)` runs in threads
+of their own (their declarations are part of the composite's).
+
+Listeners: a listener for an event that no middleware declares is legal: user events may be
+emitted from anywhere (a listener, a thread, code outside the chain). What is caught is the
+likely typo: a listener whose event is not declared but is a close match of one that is
+(`"eval_ended"` beside a declared `"eval_end"`), which would otherwise never fire and say
+nothing. It is a warning, not an error, because such an event may still be emitted from outside
+the chain; a chain with an undeclared middleware (which may emit anything) is not checked.
 """
 from __future__ import annotations
 
 import difflib
+import threading
 import warnings
-from typing import Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Iterable, List, Optional, Sequence, Set, Tuple
 
 from ._contract import Contract
 
 ENGINE_EVENTS = frozenset({"finish"})
 """Events the Task emits itself."""
+
+RUNNING = threading.local()
+"""`RUNNING.node`: the chain node (name and contract) whose code this thread runs now, else None.
+Set by the iteration (`_iterate`, `_scheduler`) around each middleware call; cleared while an
+event's handlers run."""
 
 _CUTOFF = 0.8  # "eval_ended" ~ "eval_end" (0.89) is flagged, "episode_start" ~ "episode_end" (0.67) is not
 
@@ -59,3 +74,28 @@ def warn_unheard_listeners(chain: Sequence[Tuple[str, Optional[Contract]]],
     """Warn (UserWarning) about each listener `unheard_listeners` finds."""
     for message in unheard_listeners(chain, listened):
         warnings.warn(message, UserWarning, stacklevel=3)
+
+
+def running_node() -> Any:
+    """The chain node whose code this thread runs now (None outside the chain's code)."""
+    return getattr(RUNNING, "node", None)
+
+
+def undeclared_emit(node: Any, event: str) -> Optional[str]:
+    """The one-line report of `node` emitting `event` without declaring it; None when its
+    contract declares it or it has none (an undeclared middleware may emit anything)."""
+    declared = node.contract
+    if declared is None or event in declared.emits:
+        return None
+    return (f"middleware {node.name!r} emitted event {event!r}, which its @contract does not "
+            f"declare; fix: add it to the contract, @contract(..., emits=({event!r},)), so that "
+            f"`rlpipe graph` shows it and the task checks its listeners against it")
+
+
+def warn_undeclared_emit(node: Any, event: str, reported: Set[Tuple[str, str]]) -> None:
+    """Warn (UserWarning) once per middleware and event in `reported` about `undeclared_emit`."""
+    message = undeclared_emit(node, event)
+    if message is None or (node.name, event) in reported:
+        return
+    reported.add((node.name, event))
+    warnings.warn(message, UserWarning, stacklevel=3)  # at the middleware's emit(...) call

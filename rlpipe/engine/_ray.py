@@ -210,7 +210,8 @@ def _supervise(ray: Any, hub: Any, members: List[_Member], driver_task: Any,
                 unstarted = {}
         if driver_task.finish and not asked_to_finish:
             asked_to_finish = True
-            log.warning("finish requested: the learner ends its iteration, then every actor stops")
+            log.warning("finish requested (%s): the learner ends its iteration, then every actor "
+                        "stops", driver_task.finish_reason or "task.finish set")
             ray.get(hub.finish.remote())
         for future in ready:
             member = live.pop(future)

@@ -1,6 +1,7 @@
 """`Task`: runs a chain of middleware over a context, in order (sync) or as a dataflow graph (async)."""
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import types
@@ -27,6 +28,7 @@ from ._validate import resolve_chain, validate_chain
 
 Middleware = Callable[[Any], Any]
 _VOID_ATTR = "_rlpipe_void"
+log = logging.getLogger(__name__)
 
 
 class Task(RolesMixin, EventsMixin, SharedMixin):
@@ -44,6 +46,7 @@ class Task(RolesMixin, EventsMixin, SharedMixin):
         self._chain: List[Node] = []
         self._wrappers: List[Callable[[Middleware], Middleware]] = []
         self._events = EventBus()
+        self._undeclared_emits: set = set()
         self._flow = Flow()
         self._roles: set = set()
         self._ctx: Optional[Context] = None
@@ -53,6 +56,7 @@ class Task(RolesMixin, EventsMixin, SharedMixin):
         self._async = False
         self._executor: Optional[ThreadPoolExecutor] = None
         self._finish = False
+        self._finish_reason: Optional[str] = None
         self._lock = threading.RLock()  # the task-wide lock of use(fn, lock=True)
         self._shared = SharedObjects()
         self._reset_stats()
@@ -95,7 +99,7 @@ class Task(RolesMixin, EventsMixin, SharedMixin):
         self._ctx = ctx
         self._ctx_used = False
         self._async = bool(async_mode)
-        self._finish = False
+        self._finish, self._finish_reason = False, None
         self._reset_stats()
         if self._async:
             self._executor = ThreadPoolExecutor(max_workers=n_workers,
@@ -246,12 +250,34 @@ class Task(RolesMixin, EventsMixin, SharedMixin):
 
     @property
     def finish(self) -> bool:
-        """Set to True (from any middleware) to end the run after the current iteration."""
+        """Set to True (from any middleware) to end the run after the current iteration;
+        `end_run(reason)` does the same and records why."""
         return self._finish
 
     @finish.setter
     def finish(self, value: bool) -> None:
         self._finish = bool(value)
+        if not self._finish:
+            self._finish_reason = None
+
+    def end_run(self, reason: str) -> None:
+        """Ask the run to end after the current iteration, saying why: `finish` becomes True
+        (so the checkpoint saver and final evaluation still get their last call) and `reason`
+        is kept as `finish_reason` (the first reason asked for wins) and logged when the run
+        ends. For code outside the chain too: a signal handler, an event listener, another
+        thread. A middleware that calls it declares `@contract(..., finishes=True)`."""
+        if not isinstance(reason, str) or not reason.strip():
+            raise ValueError(f"end_run(reason={reason!r}): say why the run ends, e.g. "
+                             f"task.end_run('stopped by SIGINT')")
+        if self._finish_reason is None:
+            self._finish_reason = reason
+        self._finish = True
+
+    @property
+    def finish_reason(self) -> Optional[str]:
+        """Why the run ends (or ended): the first `end_run(reason)` of this run, None when
+        nothing asked (`max_step` reached, or `finish` set without a reason)."""
+        return self._finish_reason
 
     @property
     def async_mode(self) -> bool:
@@ -263,7 +289,8 @@ class Task(RolesMixin, EventsMixin, SharedMixin):
         """Validate the chain, then run iterations until `finish` or `max_step` iterations.
 
         On the last iteration under `max_step`, `finish` is already True while middleware run.
-        Emits "finish" (with the context) when the run ends without error.
+        Emits "finish" (with the context) when the run ends without error; a run ended by
+        `end_run(reason)` logs the reason first.
         """
         if not self._started:
             raise RuntimeError("task.run() needs a started task: `with task.start(): ...`")
@@ -284,7 +311,7 @@ class Task(RolesMixin, EventsMixin, SharedMixin):
             iterate = lambda ctx: self._iterate_async(ctx, nodes, deps)  # noqa: E731
         else:
             iterate = lambda ctx: self._iterate_sync(ctx, nodes)  # noqa: E731
-        self._finish = False
+        self._finish, self._finish_reason = False, None
         self._running = True
         saved_pending = self._flow.swap([])
         outer_task = _current._running
@@ -307,6 +334,9 @@ class Task(RolesMixin, EventsMixin, SharedMixin):
             self._running = False
             self._flow.swap(saved_pending)
             _current.set_running(outer_task)
+        if self._finish_reason is not None:
+            log.info("the run ended after iteration %d: %s", self._ctx.total_step,
+                     self._finish_reason)
         self.emit("finish", self._ctx)
 
     def _iterate_sync(self, ctx: Context, nodes: List[Node]) -> None:

@@ -2,7 +2,9 @@
 record the step, count env steps and episodes.
 
 `inferencer`, `rolloutor`, `StepCollector` and `EpisodeCollector` (collector.py) are all built
-from `Acting`; a new kind of acting (hidden state per env, an agent axis) is added here once.
+on `Acting`: the two middleware each wrap one, each collector runs its own loop over one (it
+does not call `inferencer` and `rolloutor`); a new kind of acting (hidden state per env, an
+agent axis) is added here once.
 
 - `EnvCursor` — the observation each env of a manager acts from next. The pipeline owns it: a
   collector makes its own (or takes one), `inferencer`/`rolloutor` share one per env and task.
@@ -15,19 +17,21 @@ from `Acting`; a new kind of acting (hidden state per env, an agent axis) is add
 - `Acting.refresh` — the policy copies its learner's weights into its acting copy, so a learner
   running beside collection in async mode never changes weights under the actor: once per
   iteration before acting (`inferencer`, `EpisodeCollector`), or, for `StepCollector`, before its
-  first collection and after each iteration (post-`yield`, its timing since the first release,
-  which exact resume and the async runs' results rest on).
+  first collection and after each iteration (post-`yield`: every middleware of the iteration
+  has finished its forward part then, so the copy never races a learner running beside the
+  collector in async mode, and the next collection acts with the weights the iteration ended
+  with, which is what a resume from that iteration's checkpoint restores).
 
 Action masks (an env manager's `action_mask`, see rlpipe.envs) are added here: the cursor holds
 the mask of the observations it holds, `act` hands it to the collect face as `action_mask=` (and
 draws warm-up actions among the valid ones), and the step record carries `action_mask` and
 `next_action_mask` (the mask of `next_obs`, for DQN's target).
 
-Hidden state per env (#15) lives in the cursor: `make_acting` (`_make_acting`) gives a
+Hidden state per env lives in the cursor: `make_acting` (`_make_acting`) gives a
 recurrent policy (see `_hidden`) a `RecurrentActing`, which hands the collect face `state=` and `first=`, keeps the
 state it returns per env (zeroed where an episode starts: after a reset, an episode end or an
 env restart) and adds `first` and `state` (the state the step started from) to every record.
-A feed-forward policy gets the plain `Acting`: it pays nothing for this. The agent axis (#16)
+A feed-forward policy gets the plain `Acting`: it pays nothing for this. The agent axis
 is `MultiAgentActing` (`_acting_agents`), chosen by `make_acting` for a multi-agent env manager:
 the four acting middleware have it at once.
 """

@@ -1,4 +1,4 @@
-"""The agent axis of the acting path (#16): acting in a multi-agent env manager.
+"""The agent axis of the acting path: acting in a multi-agent env manager.
 
 With a multi-agent manager (`rlpipe.envs.MultiAgentEnvManager`: it has `n_agents`) the collect
 face is called ``forward(obs [n, A, ...], agent_mask=[n, A], global_state=[n, S] or None,

@@ -129,6 +129,7 @@ def first_non_finite(state: Any, where: str = "policy.state_dict()") -> Optional
     writes=(),
     role=Role.LEARNER,
     optional_reads=("env_step", "env_episode"),
+    emits=(CHECKPOINT_EVENT,),
 )
 class CkptSaver:
     """Save `policy` (and the run's kept counters) to `<run_dir>/ckpt/` during a run.
@@ -140,6 +141,10 @@ class CkptSaver:
       evaluator emits "eval_end", i.e. with exactly the weights that were evaluated;
     - `final.pt` in the iteration where `current_task().finish` is set, or else when the task
       emits "finish" at the end of a run that did not fail (`save_finish`).
+
+    Before writing a resumable checkpoint (iter/final) it emits `CHECKPOINT_EVENT` (with the
+    context), on which the logger flushes and fsyncs its files, so the manifest's log lengths
+    cover every row written so far.
 
     `extra_state`: a callable returning more state to save, or a plain dict. `resume_state`:
     a callable `fn(ctx) -> dict` called for the end-of-iteration files (iter/final, not

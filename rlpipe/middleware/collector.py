@@ -31,7 +31,7 @@ def inferencer(seed: Optional[int], policy: Any, env: Any, cursor: Optional[EnvC
     `seed` seeds the first reset of `env` when given; `policy` is a collect face, refreshed (its
     acting copy takes the learner's weights) before the first action of each iteration.
     `ctx.inference_output` is a `PerEnvOutput`: `ctx.inference_output[env_id]` is that env's
-    output dict (seed 003's `Dict[int, Dict]`), and `.batch` the batched dict the policy returned.
+    output dict (DI-engine's `Dict[int, Dict]`), and `.batch` the batched dict the policy returned.
     `cursor`: the `EnvCursor` to act from, shared with a `rolloutor(..., cursor=)`; without one,
     the inferencer and rolloutor of one env share the task's cursor of that env
     (`Task.shared`). `random_collect_size`: act uniformly at random for the run's first env
@@ -108,11 +108,13 @@ _WRITES = ("trajectories", "trajectory_end_idx", "episode_info", "env_step", "en
 class StepCollector:
     """Collect `cfg.policy.collect.n_sample` env steps (summed over envs) per iteration.
 
-    `inferencer` + `rolloutor` in one loop (the same `Acting`): for the first
+    One loop of `Acting.act` and `Acting.step`, the same `Acting` that `inferencer` and
+    `rolloutor` wrap (it does not call those two middleware): for the first
     `random_collect_size` env steps of the run, actions are sampled uniformly from the action
     space (warm-up). The collector acts with the policy's own copy of the weights, refreshed
-    before its first collection and after every iteration (post-`yield`), so a learner running
-    beside it in async mode never changes weights under it. `obs`, `action` and
+    before its first collection and after every iteration (post-`yield`, when every middleware
+    of the iteration has finished), so a learner running beside it in async mode never changes
+    weights under it; `inferencer` instead refreshes at its first action of an iteration. `obs`, `action` and
     `inference_output` are those of the iteration's last step. `cursor`: the `EnvCursor` to act
     from (default: one of its own). `max_env_step`: the run's env-step budget; the collection
     that would pass it is cut to the env steps left (in whole vector steps, so it can end up to
@@ -168,8 +170,8 @@ class EpisodeCollector:
 
     Each episode is a list of per-step dicts of one env (`obs`, `action`, `reward`, ...).
     Steps of episodes still running when the quota is reached are carried to the next call.
-    Acting (warm-up, counting) is `StepCollector`'s; the acting copy is refreshed at the start of
-    each iteration.
+    One loop over an `Acting`, as `StepCollector` (warm-up, counting); the acting copy is
+    refreshed at the start of each iteration, as `inferencer` does.
     """
 
     def __init__(self, cfg: Any, policy: Any, env: Any, random_collect_size: Optional[int] = None,

@@ -167,7 +167,7 @@ def interaction_evaluator(cfg: Any, policy: Any, env: Any, render: bool = False)
 @contract(reads=("train_iter", "last_eval_iter"), optional_reads=("env_step",),
           writes=("eval_value", "eval_output", "last_eval_iter", "last_eval_value",
                   "eval_weights"),
-          role=Role.LEARNER)
+          role=Role.LEARNER, emits=(FINAL_EVAL,))
 class FinalEvaluation:
     """The middleware made by `final_evaluation`."""
 

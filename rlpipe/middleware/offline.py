@@ -1,7 +1,7 @@
 """The offline data fetcher: a batch of a fixed data set into `ctx.train_data` each iteration.
 
 With `trainer(cfg, policy.learn_mode)` after it on an `OfflineRLContext` this is the offline
-pipeline of DI-engine's guide (seed 003), with the same names and arguments:
+pipeline of DI-engine's middleware guide, with the same names and arguments:
 
     task.use(offline_data_fetcher(cfg, dataset))
     task.use(trainer(cfg, policy.learn_mode))

@@ -36,7 +36,7 @@ _REGISTRY.update({"sac": SACPolicy, "td3": TD3Policy})  # continuous control
 _REGISTRY.update({"bc": BCPolicy, "iql": IQLPolicy, "td3-bc": TD3BCPolicy})  # offline RL
 _REGISTRY.update({"cql": CQLPolicy, "discrete-cql": DiscreteCQLPolicy})
 _REGISTRY.update({"mappo": MAPPOPolicy, "ippo": IPPOPolicy})  # multi-agent
-_REGISTRY.update({"ppo-lstm": PPOLSTMPolicy})  # recurrent (#15)
+_REGISTRY.update({"ppo-lstm": PPOLSTMPolicy})  # recurrent (hidden state per env)
 _REGISTRY.update({"r2d2": R2D2Policy})  # recurrent (sequence replay)
 
 

@@ -71,9 +71,10 @@ def run_pipeline(cfg: Any, build: Callable[[], Pipeline]) -> Dict[str, Any]:
             task.run()
             ctx = task.ctx
             profile = task.profile()
+            ended_by = task.finish_reason
     finally:
         pipeline.close()
-    return summary(cfg, ctx, best, start, profile, pipeline.budget_rule)
+    return summary(cfg, ctx, best, start, profile, pipeline.budget_rule, ended_by)
 
 
 @dataclasses.dataclass

@@ -57,12 +57,14 @@ def _finite(value: Any) -> Optional[float]:
 
 
 def summary(cfg: Any, ctx: Any, best: List[float], start: float, profile: Any,
-            budget_rule: str = "whole collections") -> Dict[str, Any]:
+            budget_rule: str = "whole collections",
+            ended_by: Optional[str] = None) -> Dict[str, Any]:
     """What `train()` returns: the final evaluation (of the weights the run ended with) and the
     best one (None when none ran), whether the best reached `env.stop_value`, counters, wall
     time, the run folder, the budget and the per-middleware profile. `budget_note` says how
     the env steps passed `max_env_step` when they did (`budget_rule`: the pipeline's unit of
-    collection, e.g. "whole rollouts of 2048 env steps"), else None."""
+    collection, e.g. "whole rollouts of 2048 env steps"), else None. `ended_by`: the reason
+    the run was asked to end with (`task.end_run(reason)`: a signal, a tune pruner), else None."""
     best_value = _finite(max(best, default=float("-inf")))
     stop_value = cfg.get("env", {}).get("stop_value")
     env_step, budget = getattr(ctx, "env_step", None), cfg.get("max_env_step")
@@ -75,7 +77,7 @@ def summary(cfg: Any, ctx: Any, best: List[float], start: float, profile: Any,
                 stop_value=stop_value, env_step=getattr(ctx, "env_step", None),
                 train_iter=ctx.train_iter, train_epoch=getattr(ctx, "train_epoch", None),
                 max_env_step=cfg.get("max_env_step"), max_train_iter=cfg.get("max_train_iter"),
-                max_wall_time=cfg.get("max_wall_time"), budget_note=note,
+                max_wall_time=cfg.get("max_wall_time"), budget_note=note, ended_by=ended_by,
                 wall_time=time.perf_counter() - start, run_dir=cfg.run_dir, profile=profile)
 
 
@@ -96,9 +98,12 @@ def _ret(value: Optional[float]) -> str:
 
 def format_summary(result: Dict[str, Any], stopped_by: Optional[str] = None) -> str:
     """The few lines a person reads at the end of `rlpipe train`: why the run ended, final and
-    best return, wall time, the per-middleware profile and the `rlpipe eval` command."""
+    best return, wall time, the per-middleware profile and the `rlpipe eval` command.
+    `stopped_by`: the signal that stopped it; else the reason it was ended with (`ended_by`)."""
     if stopped_by:
         why = f"stopped by {stopped_by}"
+    elif result.get("ended_by"):
+        why = result["ended_by"]
     elif result.get("solved"):
         why = f"solved: best eval return reached stop_value {result.get('stop_value')}"
     else:

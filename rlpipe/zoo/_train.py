@@ -40,8 +40,9 @@ class Interrupted(Exception):
 
 @contextlib.contextmanager
 def _graceful_stop() -> Iterator[List[int]]:
-    """First SIGINT/SIGTERM: finish the current iteration (the checkpoint saver writes final.pt,
-    envs and threads are closed), then raise `Interrupted`. A second one aborts at once."""
+    """First SIGINT/SIGTERM: end the run after the current iteration with `task.end_run`
+    (the checkpoint saver writes final.pt, envs and threads are closed; the summary and log
+    name the signal), then raise `Interrupted`. A second one aborts at once."""
     from rlpipe.engine import task
 
     received: List[int] = []
@@ -53,7 +54,7 @@ def _graceful_stop() -> Iterator[List[int]]:
         logging.getLogger("rlpipe").warning(
             "%s: finishing the current iteration and checkpointing (again to abort)",
             signal.Signals(signum).name)
-        task.finish = True
+        task.end_run(f"stopped by {signal.Signals(signum).name}")
 
     if threading.current_thread() is not threading.main_thread():
         yield received

@@ -226,7 +226,8 @@ class EvalReporter:
             log.warning("tune: trial %d pruned at evaluation %d (return %.2f, below the median "
                         "of the earlier trials there); the run stops after this iteration",
                         self.trial.number, step, value)
-            self.task.finish = True
+            self.task.end_run(f"pruned by tune at evaluation {step} (return {value:.2f}, below "
+                              f"the median of the earlier trials there)")
 
 
 def run_trial(study: Study, opened: Any, trial: Any) -> str:

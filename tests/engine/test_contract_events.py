@@ -92,3 +92,61 @@ def test_an_undeclared_middleware_may_emit_anything():
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             t.run(max_step=1)
+
+
+def test_ckpt_saver_and_final_evaluation_declare_the_events_they_emit(tmp_path):
+    from rlpipe.middleware import CkptSaver
+    from rlpipe.middleware.evaluator import FINAL_EVAL, final_evaluation
+    from rlpipe.runs import CHECKPOINT_EVENT
+
+    class Policy:
+        def state_dict(self):
+            return {}
+
+    assert contract_of(CkptSaver(None, Policy(), run_dir=tmp_path)).emits == {CHECKPOINT_EVENT}
+    assert contract_of(final_evaluation()).emits == {FINAL_EVAL}
+
+
+def _caught(run):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run()
+    return [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+
+
+@pytest.mark.parametrize("async_mode", [False, True])
+def test_an_undeclared_emit_is_reported_once_in_one_line_naming_middleware_and_event(async_mode):
+    @contract(writes=("env_step",), emits=("declared",))
+    def emitter(ctx):
+        ctx.env_step += 1
+        t.emit("declared", ctx)
+        yield
+        t.emit("sneaky", ctx)  # after its yield too: still this middleware's code
+
+    heard = []
+    t = Task()
+    with t.start(async_mode=async_mode, ctx=OnlineRLContext()):
+        t.on("sneaky", heard.append)
+        t.use(emitter)
+        messages = _caught(lambda: t.run(max_step=3))
+    assert len(heard) == 3  # reported, not refused: the event still reaches its listeners
+    assert len(messages) == 1 and "\n" not in messages[0]
+    assert "emitter'" in messages[0] and "'sneaky'" in messages[0]
+    assert "emits=('sneaky',)" in messages[0]
+
+
+def test_declared_emits_undeclared_middleware_and_handlers_emits_stay_silent():
+    @contract(writes=("env_step",), emits=("first",))
+    def declared(ctx):
+        t.emit("first", ctx)
+
+    def undeclared(ctx):  # no contract: it may emit anything
+        t.emit("anything", ctx)
+
+    t = Task()
+    with t.start(ctx=OnlineRLContext()):
+        # what a handler emits belongs to whoever registered it, not to the emitting middleware
+        t.on("first", lambda ctx: t.emit("from_a_handler", ctx))
+        t.use(declared)
+        t.use(undeclared)
+        assert _caught(lambda: t.run(max_step=2)) == []

@@ -80,7 +80,8 @@ def test_middleware_emit_events_during_a_run():
     ends = []
     with t.start(async_mode=True):
         t.on("episode_end", ends.append)
-        t.use(contract(writes=("obs",))(lambda ctx: t.emit("episode_end", ctx.total_step)))
+        t.use(contract(writes=("obs",), emits=("episode_end",))(
+            lambda ctx: t.emit("episode_end", ctx.total_step)))
         t.run(max_step=3)
     assert ends == [0, 1, 2]
 

@@ -62,6 +62,41 @@ def test_finish_set_by_a_middleware_ends_after_the_current_iteration():
     assert calls == ["stopper", "after"] * 3
 
 
+def test_end_run_from_outside_the_chain_ends_after_the_iteration_and_records_why(caplog):
+    t = Task()
+    calls = []
+
+    def listener(ctx):  # code outside the chain, as a signal handler or tune's pruner is
+        if ctx.total_step == 1:
+            t.end_run("stopped by the test")
+            t.end_run("a later reason")  # the first reason asked for is the one kept
+
+    def mw(ctx):
+        calls.append(ctx.total_step)
+        t.emit("tick", ctx)
+
+    with t.start():
+        t.on("tick", listener)
+        t.use(mw).use(lambda ctx: calls.append(("after", t.finish)))
+        with caplog.at_level("INFO", logger="rlpipe.engine"):
+            t.run()
+        assert calls == [0, ("after", False), 1, ("after", True)]
+        assert t.finish and t.finish_reason == "stopped by the test"
+        assert "the run ended after iteration 1: stopped by the test" in caplog.text
+        t.run(max_step=1)  # a new run starts without the old reason
+        assert t.finish_reason is None
+
+
+def test_end_run_needs_a_reason_and_finish_false_clears_it():
+    t = Task()
+    with pytest.raises(ValueError, match="say why"):
+        t.end_run("")
+    t.end_run("x")
+    assert t.finish and t.finish_reason == "x"
+    t.finish = False
+    assert not t.finish and t.finish_reason is None
+
+
 def test_finish_event_is_emitted_when_the_run_ends():
     t = Task()
     ended = []

@@ -162,6 +162,7 @@ def test_ctrl_c_names_the_run_folder_and_summarises_the_final_weights(tmp_path):
     assert f"the run folder {run_dir} holds a final checkpoint" in err
     assert f"--resume {run_dir}`" in err and "RUN_DIR" not in err
     assert "run ended: stopped by SIGINT" in err
+    assert "the run ended after iteration" in (run_dir / "log.txt").read_text()
     summary = _strict_json(out.strip().splitlines()[-1])
     assert summary["train_iter"] > 0 and summary["final_eval_iter"] == summary["train_iter"]
 
@@ -184,6 +185,8 @@ def test_summary_says_solved_or_stopped():
     assert format_summary(result).startswith("run ended: solved: best eval return reached "
                                              "stop_value 475")
     assert format_summary(result, "SIGTERM").startswith("run ended: stopped by SIGTERM")
+    pruned = {**result, "solved": False, "ended_by": "pruned by tune at evaluation 3"}
+    assert format_summary(pruned).startswith("run ended: pruned by tune at evaluation 3\n")
 
 
 def test_a_run_folders_log_is_attached_once_per_process(tmp_path):

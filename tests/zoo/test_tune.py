@@ -100,7 +100,9 @@ def test_a_clearly_worse_trial_is_pruned_and_its_run_folder_says_so(tmp_path, ca
     folder = os.path.join(out, "trials", "trial-0002")
     record = json.loads(open(os.path.join(folder, "tune.json")).read())
     assert record["state"] == "pruned" and record["pruned"]["value"] <= 0
-    assert "pruned at evaluation" in open(os.path.join(folder, "log.txt")).read()
+    log_txt = open(os.path.join(folder, "log.txt")).read()
+    assert "pruned at evaluation" in log_txt
+    assert "the run ended after iteration" in log_txt and ": pruned by tune at evaluation" in log_txt
     assert os.path.exists(os.path.join(folder, "ckpt", "final.pt"))  # stopped cleanly
     assert "pruned" in capsys.readouterr().out
     # best.yaml is the best trial's config, seed and budget: training it reproduces that trial

@@ -1,5 +1,5 @@
 """Feed-forward PPO on CartPole without velocities: the baseline that must fail. With x and θ
-alone a memoryless policy cannot tell which way the pole moves; the issue (#15) expects it to
+alone a memoryless policy cannot tell which way the pole moves; it is expected to
 stay below 150 at the budget, where cartpole-novel-ppo-lstm reaches 475.
 
 The same settings as cartpole-ppo (rl-zoo's tuned CartPole PPO) on the masked env, so the

@@ -14,7 +14,7 @@ team return; eval curve every 16-32k env steps): 8 envs × 100 steps, γ 0.99, 2
 0.95, 128k: −54.1 (−55.1 at 66k); with entropy 0.001 instead of 0.01: −53.9 (−65.2 at 66k);
 γ 0.95 and 128-unit layers: −53.6; γ 0.95 and 16 minibatches, 112k: −55.0. Every setting
 levels off near −54, below a hand-written "go to the nearest landmark" policy (−46), so more
-env steps of the same do not help here. Earlier (session 6, 8 envs, 60k): lr 2e-3 −55.0,
+env steps of the same do not help here. Also tried (8 envs, 60k): lr 2e-3 −55.0,
 one-episode rollouts −58.6, no value clipping −58.7, LayerNorm −64.3, 8 minibatches × 15
 epochs −70 at 42k. Five seeds of both entries: docs/multi_agent.md (benchmarks/marl.py).
 Rewards are mpe2's: per agent 0.5 × (−Σ landmark distance to its nearest agent) +
