@@ -15,7 +15,9 @@ import pytest
 import rlpipe
 
 PACKAGE = Path(rlpipe.__file__).parent
-MAX_LINES = 400
+#: A smell detector, not a target: a module this long usually holds more than one idea. A module
+#: is split along its ideas, never to get under the number.
+MAX_LINES = 600
 
 
 def _modules(root: Path) -> Dict[str, Path]:
@@ -118,19 +120,19 @@ def test_no_import_circle_in_the_package() -> None:
         + "; ".join(" <-> ".join(c) for c in cycles))
 
 
-def test_no_module_above_400_lines() -> None:
+def test_no_module_is_long_enough_to_hold_several_ideas() -> None:
     long = {str(path.relative_to(PACKAGE.parent)): n
             for path in PACKAGE.rglob("*.py")
             if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
-    assert not long, (f"modules above {MAX_LINES} lines (split each along what it holds into "
-                      f"small private modules): {long}")
+    assert not long, (f"modules above {MAX_LINES} lines: {long}; if one holds several ideas, "
+                      f"give each its own module named for it")
 
 
 #: DESIGN.md's layers, lowest first; a module imports only from its own layer or lower ones.
 LAYER_OF = {"contexts": 0, "engine": 1, "data": 2, "envs": 2, "models": 3, "policies": 3,
             "middleware": 4, "zoo": 5, "cli": 6, "cli_errors": 6}
 #: Root helpers any layer may use; they import none of middleware, zoo or cli.
-HELPERS = {"_threads", "config", "config_checks", "mask_layout", "runs"}
+HELPERS = {"_threads", "config", "config_checks", "mask_layout", "runs", "standard_defaults"}
 
 
 def _part(module: str) -> str:

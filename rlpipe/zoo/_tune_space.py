@@ -145,6 +145,9 @@ def _ppo(values: Dict[str, Any], cfg: Any, budget: int) -> Dict[str, Any]:
     steps = _pick(values, "n_steps")
     if steps is not None:
         out["policy.collect.n_sample"] = steps * int(cfg.env.n_envs)
+    rollout = int(out.get("policy.collect.n_sample", cfg.policy.collect.n_sample))
+    if out.get("policy.learn.batch_size", 0) > rollout:  # rl-zoo's rule: at most the rollout
+        out["policy.learn.batch_size"] = rollout
     _set(out, "policy.model.hidden", _net(_pick(values, "net_arch")))
     return _no_leftovers(out, values, "ppo")
 

@@ -19,7 +19,7 @@ from .test_action_spaces_envs import EPISODE_LEN, TARGET_BITS
 
 ENVS = "tests.spaces.test_action_spaces_envs"
 SHORT = ["--no-progress", "--set", "env.n_envs=4", "--set", "env.eval_n_envs=2",
-         "--set", "policy.eval.evaluator.n_episode=4"]
+         "--set", "policy.collect.n_sample=256", "--set", "policy.eval.evaluator.n_episode=4"]
 
 
 def _summary(capsys) -> dict:

@@ -58,7 +58,9 @@ def test_minigrid_entry_learns_empty_5x5(tmp_path, capsys):
 ])
 def test_any_minigrid_id_trains_from_the_cli_without_an_import(algo, env_id, weights, tmp_path,
                                                                capsys):
+    # 512-step rollouts (the standard PPO rollout is 2048 env steps)
     assert main(["train", "--algo", algo, "--env", env_id, "--max-env-steps", "512",
+                 "--set", "policy.collect.n_sample=512",
                  "--no-progress", "--run-dir", str(tmp_path / "run")]) == 0
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["env_step"] == 512
     part, key = weights

@@ -64,7 +64,7 @@ def test_an_offpolicy_run_ends_at_its_budget(tmp_path):
 
 def test_an_onpolicy_run_rounds_up_to_whole_rollouts_and_says_so(tmp_path):
     result = train("cartpole-ppo", max_env_step=300, run_dir=str(tmp_path), progress=False,
-                   overrides=QUICK + ["policy.collect.n_sample=128",
+                   overrides=QUICK + ["policy.collect.n_sample=128", "policy.learn.batch_size=128",
                                       "policy.learn.epoch_per_collect=1"])
     assert result["env_step"] == 384  # three rollouts of 128
     assert result["budget_note"] == "rounded up to 384 env steps: whole rollouts of 128 env steps"

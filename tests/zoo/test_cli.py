@@ -122,7 +122,7 @@ def test_config_prints_every_key_with_its_meaning(capsys):
     assert main(["config", "pendulum-sac", "--set", "policy.learn.actor_lr=5e-4"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("# pendulum-sac")
-    body = {ln.split("=")[0].strip(): ln for ln in lines[1:]}
+    body = {ln.split("=")[0].strip(): ln for ln in lines[1:] if not ln.startswith("#")}
     assert "0.0005" in body["policy.learn.actor_lr"]
     assert "-200" in body["env.stop_value"]
     assert all("  # " in ln for ln in body.values()), [k for k, ln in body.items() if "#" not in ln]

@@ -9,7 +9,8 @@ from rlpipe.cli import main
 from rlpipe.zoo import get_entry
 
 SHORT = ["--max-env-steps", "200", "--no-progress", "--set", "policy.eval.evaluator.n_episode=2",
-         "--set", "env.n_envs=2", "--set", "env.eval_n_envs=2"]
+         "--set", "env.n_envs=2", "--set", "env.eval_n_envs=2",
+         "--set", "policy.collect.n_sample=256"]
 
 
 def _summary(capsys) -> dict:
