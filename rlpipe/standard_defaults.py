@@ -201,30 +201,13 @@ R2D2 = tuple(Standard(key, value, _R2D2_SOURCE) for key, value in [
     ("policy.other.eps.decay", _eps_decay),
 ]) + (Standard("policy.other.eps.per_env_step", True, "SB3 DQN: epsilon at every env step"),)
 
-# MAPPO/IPPO: Yu et al. 2022's MPE settings (rlpipe's policy defaults hold them; the rollout is
-# stated here so that a generic run does not depend on the pipeline's default).
-_MAPPO_SOURCE = "Yu et al. 2022 (MAPPO), MPE settings"
-MAPPO = tuple(Standard(key, value, _MAPPO_SOURCE) for key, value in [
-    ("env.n_envs", 16),
-    ("policy.collect.n_sample", 1600),
-    ("policy.learn.lr", 7e-4),
-    ("policy.learn.critic_lr", 7e-4),
-    ("policy.learn.epoch_per_collect", 10),
-    ("policy.learn.clip_ratio", 0.2),
-    ("policy.learn.entropy_coef", 0.01),
-    ("policy.learn.gae_lambda", 0.95),
-    ("policy.learn.value_loss", "huber"),
-    ("policy.learn.huber_delta", 10.0),
-    ("policy.model.hidden", (64, 64)),
-    ("policy.model.value_norm", True),
-])
-
 STANDARDS: Dict[str, Tuple[Standard, ...]] = {
     "dqn": DQN, "ppo": PPO, "sac": SAC, "td3": TD3, "ppo-lstm": PPO_LSTM, "r2d2": R2D2,
-    "mappo": MAPPO, "ippo": MAPPO,
 }
-"""Registered algorithm name → its standard defaults. An algorithm without a row (the offline
-ones, whose defaults are their papers' already, and your own) trains at its class defaults."""
+"""Registered algorithm name → its standard defaults. An algorithm without a row trains at its
+class defaults: the offline ones (their papers' values already), MAPPO and IPPO (Yu et al.
+2022's MPE settings already; they train through their zoo entries, the generic `--algo/--env`
+path takes single-agent envs) and your own."""
 
 
 def _table(algo: Optional[str]) -> Tuple[Standard, ...]:
