@@ -58,6 +58,53 @@ def data_pusher(cfg: Any, buffer_: Any, group_by_env: Optional[bool] = None) -> 
     return _data_pusher
 
 
+def offline_data_saver(data_path: Any, data_type: str = "hdf5") -> Callable:
+    """Write this iteration's transitions (`ctx.trajectories`, valid rows) to `data_path`,
+    replacing what an earlier iteration wrote there: DI-engine's way of saving demonstrations
+    (`task.use(offline_data_saver(path)); task.run(max_step=1)`). `data_type`: "hdf5" (one
+    data set per column, nested columns as groups; needs h5py) or "npz" (nested columns as
+    "obs/key" names). The file is written whole or not at all."""
+    from ._io import atomic_write
+
+    if data_type not in ("hdf5", "npz"):
+        raise ValueError(f"offline_data_saver(data_type={data_type!r}): choose 'hdf5' or 'npz'")
+    if data_type == "hdf5":
+        try:
+            import h5py
+        except ImportError as err:
+            raise ImportError(f"offline_data_saver(data_type='hdf5') needs h5py ({err}): pip "
+                              f"install h5py, or pass data_type='npz'") from err
+
+    def _columns(batch: Dict[str, Any], prefix: str = "") -> Dict[str, np.ndarray]:
+        out: Dict[str, np.ndarray] = {}
+        for key, value in batch.items():
+            if isinstance(value, dict):
+                out.update(_columns(value, f"{prefix}{key}/"))
+            else:
+                out[f"{prefix}{key}"] = np.asarray(value)
+        return out
+
+    def _write(f: Any, columns: Dict[str, np.ndarray]) -> None:
+        if data_type == "npz":
+            np.savez(f, **columns)
+            return
+        with h5py.File(f, "w") as h5:
+            for name, values in columns.items():
+                h5.create_dataset(name, data=values)
+
+    @contract(reads=("trajectories",), writes=(), role=Role.LEARNER)
+    def _offline_data_saver(ctx: OnlineRLContext) -> None:
+        batch = concat_steps(ctx.trajectories or [])
+        if batch is None or not len(batch["reward"]):
+            return
+        columns = _columns(batch)
+        atomic_write(data_path, lambda f: _write(f, columns))
+        log.info("offline_data_saver: %d transitions written to %s", len(batch["reward"]),
+                 data_path)
+
+    return _offline_data_saver
+
+
 def _with_env_id(step: Dict[str, Any]) -> Dict[str, Any]:
     if "env_id" in step:
         raise KeyError("data_pusher(group_by_env=True): the collected step already has an "
