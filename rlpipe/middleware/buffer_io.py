@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 import numpy as np
 
@@ -58,16 +58,29 @@ def data_pusher(cfg: Any, buffer_: Any, group_by_env: Optional[bool] = None) -> 
     return _data_pusher
 
 
-def offline_data_saver(data_path: Any, data_type: str = "hdf5") -> Callable:
+def offline_data_saver(*args: Any, data_type: str = "hdf5") -> Callable:
     """Write this iteration's transitions (`ctx.trajectories`, valid rows) to `data_path`,
     replacing what an earlier iteration wrote there: DI-engine's way of saving demonstrations
     (`task.use(offline_data_saver(path)); task.run(max_step=1)`). `data_type`: "hdf5" (one
     data set per column, nested columns as groups; needs h5py) or "npz" (nested columns as
-    "obs/key" names). The file is written whole or not at all."""
+    "obs/key" names) or "naive" (a pickle of the rows dict). The file is written whole or not
+    at all. Both of DI-engine's forms: `offline_data_saver(data_path, data_type)` and
+    `offline_data_saver(cfg, data_path, data_type)` (the config is not needed)."""
+    import pickle
+
     from ._io import atomic_write
 
-    if data_type not in ("hdf5", "npz"):
-        raise ValueError(f"offline_data_saver(data_type={data_type!r}): choose 'hdf5' or 'npz'")
+    if len(args) == 3 or (len(args) == 2 and isinstance(args[0], Mapping)):
+        args = args[1:]  # DI-engine's (cfg, data_path, ...)
+    if len(args) == 2:
+        args, data_type = args[:1], args[1]
+    if len(args) != 1:
+        raise TypeError(f"offline_data_saver takes (data_path, data_type='hdf5') or (cfg, "
+                        f"data_path, data_type='hdf5'); got {len(args)} positional arguments")
+    data_path = args[0]
+    if data_type not in ("hdf5", "npz", "naive"):
+        raise ValueError(f"offline_data_saver(data_type={data_type!r}): choose 'hdf5', 'npz' "
+                         f"or 'naive' (pickle)")
     if data_type == "hdf5":
         try:
             import h5py
@@ -87,6 +100,9 @@ def offline_data_saver(data_path: Any, data_type: str = "hdf5") -> Callable:
     def _write(f: Any, columns: Dict[str, np.ndarray]) -> None:
         if data_type == "npz":
             np.savez(f, **columns)
+            return
+        if data_type == "naive":
+            pickle.dump(columns, f)
             return
         with h5py.File(f, "w") as h5:
             for name, values in columns.items():

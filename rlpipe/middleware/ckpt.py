@@ -152,7 +152,8 @@ class CkptSaver:
     states were written ...; see rlpipe.zoo._resume). `run_dir` defaults to `cfg.run_dir`.
 
     DI-engine's current signature is accepted too: `CkptSaver(policy, save_dir, train_freq=100)`
-    (or `save_dir=` by name) writes to `<save_dir>/ckpt/` with no config.
+    (or `save_dir=` by name) writes to `<save_dir>/ckpt/` with no config; an integral float
+    `train_freq` (DI-engine's `1e4`) counts as that int.
     """
 
     def __init__(
@@ -185,6 +186,8 @@ class CkptSaver:
                             f"{type(policy).__name__} (pass the policy itself, not one of its modes).")
         if train_freq is None:
             train_freq = setting(cfg, "ckpt.train_freq", None)
+        if isinstance(train_freq, float) and train_freq.is_integer():
+            train_freq = int(train_freq)  # DI-engine's scripts write train_freq=1e4
         if train_freq is not None and (isinstance(train_freq, bool) or not isinstance(train_freq, int)
                                        or train_freq < 1):
             raise ValueError(f"CkptSaver(train_freq={train_freq!r}): must be an int >= 1 "

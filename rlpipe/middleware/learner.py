@@ -95,9 +95,15 @@ class OffPolicyLearner:
     `fetcher` (default `offpolicy_data_fetcher(cfg, buffer_)`) is any generator middleware that
     fills `ctx.train_data` before its `yield`. The learner reads no collector field, so in async
     mode it trains while collection runs.
+
+    DI-engine's forms: `log_freq=N` logs the statistics every N train iterations (`trainer`);
+    `reward_model` (positional after the buffer, as DI-engine's) is an object whose
+    `estimate(batch)` returns the batch with the model's rewards, called on each fetched batch
+    before the update.
     """
 
-    def __init__(self, cfg: Any, policy: Any, buffer_: Any, *, fetcher: Optional[Callable] = None) -> None:
+    def __init__(self, cfg: Any, policy: Any, buffer_: Any, reward_model: Any = None,
+                 log_freq: Optional[int] = None, *, fetcher: Optional[Callable] = None) -> None:
         self.policy = policy
         self.buffer = buffer_
         schedule = getattr(buffer_, "controller", None)
@@ -105,7 +111,12 @@ class OffPolicyLearner:
         self.schedule.complete(int(setting(cfg, "policy.learn.update_per_collect")),
                                int(setting(cfg, "policy.learn.batch_size")), where="OffPolicyLearner")
         self._fetch = fetcher if fetcher is not None else offpolicy_data_fetcher(cfg, buffer_)
-        self._train = trainer(cfg, policy, name="OffPolicyLearner")
+        if reward_model is not None and not callable(getattr(reward_model, "estimate", None)):
+            raise TypeError(f"OffPolicyLearner(reward_model=...): a {type(reward_model).__name__} "
+                            f"has no estimate(batch) -> batch (the batch with its 'reward' "
+                            f"column replaced by the model's rewards)")
+        self.reward_model = reward_model
+        self._train = trainer(cfg, policy, log_freq, name="OffPolicyLearner")
         self.last_decision: Tuple[int, str] = (0, "not called yet")
         self._logged_wait = self._logged_start = False
 
@@ -122,6 +133,8 @@ class OffPolicyLearner:
                     next(post)
                 if ctx.train_data is None:
                     break
+                if self.reward_model is not None:
+                    ctx.train_data = self.reward_model.estimate(ctx.train_data)
                 self._train(ctx)
                 if post is not None:
                     next(post, None)

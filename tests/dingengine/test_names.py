@@ -68,7 +68,7 @@ def test_greedy_collection_saved_as_demonstrations_with_final_result(dqn, tmp_pa
     with open(tmp_path / "exp" / "result.pkl", "rb") as f:
         result = pickle.load(f)
     assert result["env_step"] == 32 and result["train_iter"] == 0
-    with pytest.raises(ValueError, match="choose 'hdf5' or 'npz'"):
+    with pytest.raises(ValueError, match="choose 'hdf5', 'npz'"):
         offline_data_saver(path, data_type="csv")
 
 
