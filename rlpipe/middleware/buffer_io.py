@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -175,3 +175,65 @@ def offpolicy_data_fetcher(cfg: Any, buffer_: Any) -> Callable:
             buffer_.update_priority(ctx.train_data["index"], output["priority"])
 
     return _fetcher
+
+
+def buffer_shares(cfg: Any, buffers: Any) -> List[Tuple[Any, int]]:
+    """DI-engine's multi-buffer form `[(buffer, fraction), ...]` as `(buffer, rows per batch)`:
+    `int(batch_size * fraction)` rows from each (as DI-engine samples them). One-line errors
+    for a bare list of buffers, a dict of buffers (its keyed batches fit no rlpipe policy), a
+    share under one row and a buffer with its own update schedule (the list has one)."""
+    where = "OffPolicyLearner(cfg, policy, [(buffer, fraction), ...])"
+    if isinstance(buffers, dict):
+        raise TypeError(f"{where}: a dict of buffers (keyed batches) is not supported: no rlpipe "
+                        f"policy trains on keyed batches; pass a list of (buffer, fraction) pairs")
+    batch_size = int(setting(cfg, "policy.learn.batch_size"))
+    shares = []
+    for k, pair in enumerate(buffers):
+        if not (isinstance(pair, tuple) and len(pair) == 2 and hasattr(pair[0], "sample")):
+            raise TypeError(f"{where}: item {k} is a {type(pair).__name__}, not a (buffer, "
+                            f"fraction) pair; e.g. [(buffer_a, 0.5), (buffer_b, 0.5)]")
+        buffer_, fraction = pair
+        rows = int(batch_size * float(fraction))
+        if rows < 1:
+            raise ValueError(f"{where}: item {k}'s fraction {fraction!r} of batch_size "
+                             f"{batch_size} is under one row; raise it")
+        if getattr(buffer_, "controller", None) is not None:
+            raise ValueError(f"{where}: item {k}'s buffer has its own update schedule "
+                             f"(controller); the list is trained by update_per_collect alone: "
+                             f"build its buffers without a controller")
+        shares.append((buffer_, rows))
+    if not shares:
+        raise ValueError(f"{where}: the list of buffers is empty")
+    return shares
+
+
+def multi_buffer_fetcher(shares: List[Tuple[Any, int]]) -> Callable:
+    """Each buffer's rows sampled and concatenated (in list order) into one `ctx.train_data`;
+    None while any buffer holds fewer rows than its share. After the update, new priorities
+    go back, slice by slice, to the buffers that are prioritized."""
+
+    @contract(reads=(), writes=("train_data",), reads_after=("train_output",), role=Role.LEARNER)
+    def _multi_fetcher(ctx: OnlineRLContext):
+        if any(len(buffer_) < rows for buffer_, rows in shares):
+            ctx.train_data = None
+            yield
+            return
+        batches = [buffer_.sample(rows) for buffer_, rows in shares]
+        keys = set(batches[0])
+        for k, batch in enumerate(batches[1:], 1):
+            if set(batch) != keys:
+                raise KeyError(f"OffPolicyLearner: buffer {k} samples columns {sorted(batch)}, "
+                               f"buffer 0 {sorted(keys)}; the buffers of one learner must hold "
+                               f"the same columns (same collector, same prioritization)")
+        ctx.train_data = {key: _concat([b[key] for b in batches]) for key in batches[0]}
+        yield
+        output = ctx.train_output
+        if not (isinstance(output, dict) and "priority" in output):
+            return
+        start = 0
+        for (buffer_, rows), batch in zip(shares, batches):
+            if hasattr(buffer_, "update_priority") and "index" in batch:
+                buffer_.update_priority(batch["index"], output["priority"][start:start + rows])
+            start += rows
+
+    return _multi_fetcher

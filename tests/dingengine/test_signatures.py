@@ -1,5 +1,5 @@
 """DI-engine's call forms of rlpipe's middleware: logger without config, learner with log_freq,
-a reward model, GAE into a buffer, a float checkpoint frequency."""
+a reward model or several buffers, GAE into a buffer, a float checkpoint frequency."""
 import logging
 
 import numpy as np
@@ -60,6 +60,25 @@ def test_offpolicy_learner_with_a_reward_model(dqn):
     assert (ctx.train_data["reward"] == 1).all()
     with pytest.raises(TypeError, match="has no estimate"):
         OffPolicyLearner(dqn.cfg, dqn.policy.learn_mode, dqn.buffer_, reward_model=object())
+
+
+def test_offpolicy_learner_samples_each_buffer_of_a_list(dqn):
+    demo, own = ReplayBuffer(100), ReplayBuffer(100)
+    _collect_into(dqn, demo, own)
+    learner = OffPolicyLearner(dqn.cfg, dqn.policy.learn_mode, [(demo, 0.25), (own, 0.75)])
+    ctx = OnlineRLContext()
+    learner(ctx)
+    assert ctx.train_iter == 2 and len(ctx.train_data["reward"]) == 4 + 12  # batch_size 16
+    empty = OffPolicyLearner(dqn.cfg, dqn.policy.learn_mode, [(ReplayBuffer(10), 0.5), (own, 0.5)])
+    empty(OnlineRLContext())
+    assert empty.last_decision[0] == 0
+
+
+def test_offpolicy_learner_refuses_other_multi_buffer_forms(dqn):
+    with pytest.raises(TypeError, match=r"not a \(buffer, fraction\) pair"):
+        OffPolicyLearner(dqn.cfg, dqn.policy.learn_mode, [ReplayBuffer(10), ReplayBuffer(10)])
+    with pytest.raises(TypeError, match="a dict of buffers"):
+        OffPolicyLearner(dqn.cfg, dqn.policy.learn_mode, {"a": ReplayBuffer(10)})
 
 
 def test_gae_estimator_pushes_into_a_buffer(ppo):
