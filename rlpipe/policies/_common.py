@@ -6,6 +6,7 @@ import copy
 import math
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+import numpy as np
 import torch
 from easydict import EasyDict
 from torch import nn
@@ -20,6 +21,14 @@ def resolve_device(name: str) -> torch.device:
         raise RuntimeError(f"device {name!r} was asked for but CUDA is not available here; "
                            "set device='cpu' or device='auto'.")
     return device
+
+
+def numpy_rng(seed: Optional[int]) -> np.random.Generator:
+    """A NumPy generator seeded with `seed`; when None, with a draw from torch's global RNG, so
+    that a script seeded the DI-engine way (`set_pkg_seed(cfg.seed)`, no policy seed) repeats."""
+    if seed is None:
+        seed = int(torch.randint(2**62, ()).item())
+    return np.random.default_rng(seed)
 
 
 def model_spaces(model: nn.Module, obs_space: Any, action_space: Any,

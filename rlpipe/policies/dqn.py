@@ -32,8 +32,8 @@ from rlpipe.data import to_torch
 from rlpipe.models import ObservationShapeError, QNetwork, batch_rows, obs_as_tensor
 
 from ._common import (adam, check_learner_state, check_td_batch, grad_step, hard_update,
-                      learner_state, load_learner_state, model_spaces, resolve_device,
-                      soft_update, td_discount)
+                      learner_state, load_learner_state, model_spaces, numpy_rng,
+                      resolve_device, soft_update, td_discount)
 from ._masks import as_mask, masked_argmax, sample_valid
 from .base import Policy
 
@@ -62,7 +62,7 @@ class DQNPolicy(Policy):
     def default_config(cls) -> EasyDict:
         return EasyDict(
             device="cpu",        # learner device: "cpu", "cuda" or "auto" (cuda when available)
-            seed=None,           # seeds network init and exploration (None: fresh entropy)
+            seed=None,           # seeds network init and exploration (None: from torch's global RNG)
             model=dict(
                 hidden=(128, 128),   # fully connected layers (after the conv trunk for images)
                 dueling=False,       # dueling head: Q = V + A - mean(A)
@@ -124,7 +124,7 @@ class DQNPolicy(Policy):
         self.acting = copy.deepcopy(self.online).to(self.collect_device).requires_grad_(False)
         self._params = list(self.online.parameters())
         self.optimizer = adam(self._params, c.learn.lr, self.device)
-        self._rng = np.random.default_rng(c.seed)
+        self._rng = numpy_rng(c.seed)
         self._lock = threading.Lock()  # a learn step's weight update vs refresh / eval / state
 
     def _check_model(self, model: torch.nn.Module) -> None:
