@@ -34,11 +34,11 @@ def tiny_cfg(entry, run_dir):
     return cfg
 
 
-def dqn_main(cfg):
+def dqn_main(cfg, async_mode=False):
     """DI-engine's dqn.py, in its order."""
     logging.getLogger().setLevel(logging.INFO)
     ding_init(cfg)
-    with task.start(async_mode=False, ctx=OnlineRLContext()):
+    with task.start(async_mode=async_mode, ctx=OnlineRLContext()):
         collector_env = EnvManager(cfg.env.id, n_envs=cfg.env.n_envs, seed=cfg.seed)
         evaluator_env = EnvManager(cfg.env.id, n_envs=cfg.env.eval_n_envs, seed=cfg.seed)
 
@@ -63,11 +63,11 @@ def dqn_main(cfg):
     return policy
 
 
-def ppo_main(cfg):
+def ppo_main(cfg, async_mode=False):
     """DI-engine's ppo.py, in its order (its distributed block included)."""
     logging.getLogger().setLevel(logging.INFO)
     ding_init(cfg)
-    with task.start(async_mode=False, ctx=OnlineRLContext()):
+    with task.start(async_mode=async_mode, ctx=OnlineRLContext()):
         collector_env = EnvManager(cfg.env.id, n_envs=cfg.env.n_envs, seed=cfg.seed)
         evaluator_env = EnvManager(cfg.env.id, n_envs=cfg.env.eval_n_envs, seed=cfg.seed)
 
@@ -129,3 +129,16 @@ def test_ppo_example_runs_with_its_distributed_block_skipped(tmp_path):
     assert np.isfinite([r["train/loss"] for r in rows if "train/loss" in r]).all()
     assert policy.model.obs_space == policy.obs_space
     assert (tmp_path / "run" / "ckpt" / "final.pt").is_file()
+
+
+def test_both_examples_run_in_async_mode(tmp_path):
+    cfg = tiny_cfg("cartpole-dqn", tmp_path / "dqn")
+    cfg.max_env_step = 192
+    dqn_main(cfg, async_mode=True)
+    assert read_metrics(cfg.run_dir)[-1]["env_step"] >= 192
+    cfg = tiny_cfg("cartpole-ppo", tmp_path / "ppo")
+    cfg.max_env_step = 128
+    ppo_main(cfg, async_mode=True)
+    assert read_metrics(cfg.run_dir)[-1]["env_step"] >= 128
+    assert (tmp_path / "dqn" / "ckpt" / "final.pt").is_file()
+    assert (tmp_path / "ppo" / "ckpt" / "final.pt").is_file()
