@@ -90,3 +90,19 @@ def test_wandb_offline_logger_names_the_extra_when_wandb_is_missing(monkeypatch)
     monkeypatch.setitem(sys.modules, "wandb", None)
     with pytest.raises(ImportError, match=r'pip install "rlpipe\[wandb\]"'):
         wandb_offline_logger(project_name="p")
+
+
+def test_wandb_offline_logger_sends_the_rows_to_wandb(tmp_path, caplog):
+    wandb = pytest.importorskip("wandb")
+    with caplog.at_level(logging.INFO, logger="rlpipe.middleware"):
+        logger = wandb_offline_logger(record_path=tmp_path, project_name="rlpipe-tests",
+                                      exp_config={"seed": 3, "logger": {"wandb_mode": "offline"}},
+                                      metric_list=["loss"], anonymous=True)
+    assert "not applied (DI-engine plot options): anonymous, metric_list" in caplog.text
+    ctx = OfflineRLContext()
+    ctx.train_iter, ctx.train_output = 3, {"loss": 0.25}
+    logger(ctx)
+    logger.close()
+    wandb.teardown()  # wait for W&B's service to write its files
+    data = b"".join(p.read_bytes() for p in tmp_path.glob("wandb/offline-run-*/run-*.wandb"))
+    assert b"train/loss" in data and b"rlpipe-tests" in data
