@@ -47,3 +47,29 @@ def test_ppo_policy_takes_an_actor_critic_and_refuses_other_networks():
         PPOPolicy(None, OBS, gym.spaces.Discrete(3), model=model)
     with pytest.raises(TypeError, match="must be an rlpipe.models.ActorCritic"):
         PPOPolicy(None, OBS, ACT, model=torch.nn.Linear(4, 2))
+
+
+BOX_OBS = gym.spaces.Box(-1.0, 1.0, (3,), dtype="float32")
+BOX_ACT = gym.spaces.Box(-2.0, 2.0, (1,), dtype="float32")
+
+
+def test_sac_and_td3_take_an_actor_and_twin_critic_and_check_them():
+    from torch import nn
+
+    from rlpipe.models import DeterministicActor, SquashedGaussianActor, TwinQCritic
+    from rlpipe.policies import SACPolicy, TD3Policy
+
+    model = nn.ModuleDict(dict(actor=SquashedGaussianActor(BOX_OBS, 1), critic=TwinQCritic(BOX_OBS, 1)))
+    sac = SACPolicy(None, BOX_OBS, BOX_ACT, model=model)
+    assert sac.actor is model.actor and sac.critic is model.critic
+    td3 = TD3Policy(None, BOX_OBS, BOX_ACT, model=nn.ModuleDict(
+        dict(actor=DeterministicActor(BOX_OBS, 1), critic=TwinQCritic(BOX_OBS, 1))))
+    assert isinstance(td3.actor, DeterministicActor)
+    with pytest.raises(TypeError, match="needs .actor, a SquashedGaussianActor"):
+        SACPolicy(None, BOX_OBS, BOX_ACT, model=nn.ModuleDict(
+            dict(actor=DeterministicActor(BOX_OBS, 1), critic=TwinQCritic(BOX_OBS, 1))))
+    with pytest.raises(ValueError, match="built for 2 action dimensions"):
+        SACPolicy(None, BOX_OBS, BOX_ACT, model=nn.ModuleDict(
+            dict(actor=SquashedGaussianActor(BOX_OBS, 2), critic=TwinQCritic(BOX_OBS, 1))))
+    with pytest.raises(ValueError, match="fails on a batch of observations"):
+        SACPolicy(None, OBS, BOX_ACT, model=model)
