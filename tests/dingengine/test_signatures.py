@@ -34,7 +34,7 @@ def test_online_logger_without_config_and_learner_log_freq(dqn, caplog):
             task.use(online_logger(train_show_freq=3))
             task.run(max_step=2)
     assert "OffPolicyLearner: train_iter 4" in caplog.text
-    assert f"online_logger: no config or run_dir given: writing to" in caplog.text
+    assert "online_logger: no config or run_dir given: writing to" in caplog.text
     rows = read_metrics(cfg.run_dir)
     assert [r["train_iter"] for r in rows] == [2, 4] and "train/loss" in rows[0]
 
