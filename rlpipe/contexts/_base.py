@@ -112,6 +112,11 @@ class Context:
         for name, value in state.items():
             setattr(self, name, value)
 
+    def has_attr(self, name: str) -> bool:
+        """Whether `name` is a declared field of this context (DI-engine's spelling of the
+        question; a declared field always holds a value, its default until set)."""
+        return name in field_names(type(self))
+
     def has_default(self, name: str) -> bool:
         """Whether `name` is declared with a default that a reader can use (anything but None)."""
         for f in dataclasses.fields(self):

@@ -27,7 +27,8 @@ class ReplayBuffer(PicklesWithoutLock):
     `push(batch)` takes a dict of arrays with a leading batch dim B (one row per transition;
     a nested observation is a nested dict of arrays). The first push lays the storage out
     (keys, row shapes, dtypes); later pushes must match it. `sample(batch_size)` draws rows
-    uniformly with replacement and adds `"index"` (int64 row numbers).
+    uniformly with replacement and adds `"index"` (int64 row numbers); `seed` seeds that draw
+    (None: a seed drawn from NumPy's global generator).
 
     `controller` (an `UpdateSchedule`, optional) is told every insert and every sample, and its
     counters are saved with the rows, so a learner's schedule resumes exactly.
@@ -44,6 +45,8 @@ class ReplayBuffer(PicklesWithoutLock):
         self._pos = 0
         self._size = 0
         self._pushes = 0
+        if seed is None:  # from NumPy's global RNG: a script seeded with set_pkg_seed repeats
+            seed = int(np.random.randint(2**62, dtype=np.int64))
         self._rng = np.random.default_rng(seed)
         self.controller = controller
         self._lock = threading.Lock()

@@ -22,6 +22,7 @@ from ._listeners import warn_unheard_listeners
 from ._names import middleware_name, set_name
 from ._profile import MiddlewareStats, Profile
 from ._roles import Role, RolesMixin
+from ._router import Router
 from ._scheduler import dependencies
 from ._shared import SharedMixin, SharedObjects
 from ._validate import resolve_chain, validate_chain
@@ -41,6 +42,8 @@ class Task(RolesMixin, EventsMixin, SharedMixin):
     """
 
     role: Type[Role] = Role
+    router: Router = Router()
+    """`task.router.is_active`: whether this process is one of a launched run's (see _router)."""
 
     def __init__(self) -> None:
         self._chain: List[Node] = []

@@ -1,13 +1,16 @@
 """The middleware library: each item is `fn(ctx)` (or builds one) with a declared contract."""
 from rlpipe._threads import apply_thread_policy
-from .buffer_io import concat_steps, data_pusher, nstep_reward_enhancer, offpolicy_data_fetcher
-from .ckpt import CkptSaver, NonFiniteStateError, load_checkpoint, restore_checkpoint
+from .buffer_io import (concat_steps, data_pusher, nstep_reward_enhancer, offline_data_saver,
+                        offpolicy_data_fetcher)
+from .ckpt import (CkptSaver, NonFiniteStateError, final_ctx_saver, load_checkpoint,
+                   restore_checkpoint)
 from .collector import EpisodeCollector, StepCollector, inferencer, rolloutor
 from .evaluator import evaluate_episodes, interaction_evaluator
-from .exchange import Exchange
-from .exploration import PerEnvStep, eps_greedy_handler, epsilon_schedule, kwargs_at
+from .exchange import ContextExchanger, Exchange, ModelExchanger
+from .exploration import (PerEnvStep, eps_greedy_handler, eps_greedy_masker, epsilon_schedule,
+                          kwargs_at)
 from .learner import NonFiniteLossError, OffPolicyLearner, trainer
-from .logger import online_logger, read_metrics
+from .logger import offline_logger, online_logger, read_metrics, wandb_offline_logger
 from .offline import offline_data_fetcher
 from .onpolicy import gae_estimator, multistep_trainer
 from .progress import progress_bar
@@ -18,20 +21,24 @@ from ._wandb import WandbSink, log_run_videos
 
 __all__ = [
     "CkptSaver",
+    "ContextExchanger",
     "EpisodeCollector",
     "Exchange",
-    "WandbSink",
+    "ModelExchanger",
     "NonFiniteLossError",
     "NonFiniteStateError",
     "OffPolicyLearner",
     "PerEnvStep",
     "SequenceAdding",
     "StepCollector",
+    "WandbSink",
     "concat_steps",
     "data_pusher",
     "eps_greedy_handler",
+    "eps_greedy_masker",
     "epsilon_schedule",
     "evaluate_episodes",
+    "final_ctx_saver",
     "gae_estimator",
     "inferencer",
     "interaction_evaluator",
@@ -41,6 +48,8 @@ __all__ = [
     "multistep_trainer",
     "nstep_reward_enhancer",
     "offline_data_fetcher",
+    "offline_data_saver",
+    "offline_logger",
     "offpolicy_data_fetcher",
     "online_logger",
     "overrun_meter",
@@ -52,6 +61,7 @@ __all__ = [
     "sequence_pusher",
     "termination_checker",
     "trainer",
+    "wandb_offline_logger",
 ]
 
 apply_thread_policy()  # torch is imported by now: one thread by default (rlpipe/_threads.py)

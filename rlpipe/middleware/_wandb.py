@@ -26,6 +26,15 @@ from ._cfg import setting
 ID_FILE = "rlpipe_run_id"
 
 
+def require_wandb(who: str) -> None:
+    """One-line error naming the [wandb] extra when `who` needs wandb and it is missing."""
+    try:
+        import wandb  # noqa: F401
+    except ImportError as err:
+        raise ImportError(f"{who} needs wandb, which is not installed ({err}); install it with: "
+                          f"pip install \"rlpipe[wandb]\"") from err
+
+
 def _wandb() -> Any:
     try:
         import wandb

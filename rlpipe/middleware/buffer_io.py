@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -56,6 +56,69 @@ def data_pusher(cfg: Any, buffer_: Any, group_by_env: Optional[bool] = None) -> 
             buffer_.push(batch)
 
     return _data_pusher
+
+
+def offline_data_saver(*args: Any, data_type: str = "hdf5") -> Callable:
+    """Write this iteration's transitions (`ctx.trajectories`, valid rows) to `data_path`,
+    replacing what an earlier iteration wrote there: DI-engine's way of saving demonstrations
+    (`task.use(offline_data_saver(path)); task.run(max_step=1)`). `data_type`: "hdf5" (one
+    data set per column, nested columns as groups; needs h5py) or "npz" (nested columns as
+    "obs/key" names) or "naive" (a pickle of the rows dict). The file is written whole or not
+    at all. Both of DI-engine's forms: `offline_data_saver(data_path, data_type)` and
+    `offline_data_saver(cfg, data_path, data_type)` (the config is not needed)."""
+    import pickle
+
+    from ._io import atomic_write
+
+    if len(args) == 3 or (len(args) == 2 and isinstance(args[0], Mapping)):
+        args = args[1:]  # DI-engine's (cfg, data_path, ...)
+    if len(args) == 2:
+        args, data_type = args[:1], args[1]
+    if len(args) != 1:
+        raise TypeError(f"offline_data_saver takes (data_path, data_type='hdf5') or (cfg, "
+                        f"data_path, data_type='hdf5'); got {len(args)} positional arguments")
+    data_path = args[0]
+    if data_type not in ("hdf5", "npz", "naive"):
+        raise ValueError(f"offline_data_saver(data_type={data_type!r}): choose 'hdf5', 'npz' "
+                         f"or 'naive' (pickle)")
+    if data_type == "hdf5":
+        try:
+            import h5py
+        except ImportError as err:
+            raise ImportError(f"offline_data_saver(data_type='hdf5') needs h5py ({err}): pip "
+                              f"install h5py, or pass data_type='npz'") from err
+
+    def _columns(batch: Dict[str, Any], prefix: str = "") -> Dict[str, np.ndarray]:
+        out: Dict[str, np.ndarray] = {}
+        for key, value in batch.items():
+            if isinstance(value, dict):
+                out.update(_columns(value, f"{prefix}{key}/"))
+            else:
+                out[f"{prefix}{key}"] = np.asarray(value)
+        return out
+
+    def _write(f: Any, columns: Dict[str, np.ndarray]) -> None:
+        if data_type == "npz":
+            np.savez(f, **columns)
+            return
+        if data_type == "naive":
+            pickle.dump(columns, f)
+            return
+        with h5py.File(f, "w") as h5:
+            for name, values in columns.items():
+                h5.create_dataset(name, data=values)
+
+    @contract(reads=("trajectories",), writes=(), role=Role.LEARNER)
+    def _offline_data_saver(ctx: OnlineRLContext) -> None:
+        batch = concat_steps(ctx.trajectories or [])
+        if batch is None or not len(batch["reward"]):
+            return
+        columns = _columns(batch)
+        atomic_write(data_path, lambda f: _write(f, columns))
+        log.info("offline_data_saver: %d transitions written to %s", len(batch["reward"]),
+                 data_path)
+
+    return _offline_data_saver
 
 
 def _with_env_id(step: Dict[str, Any]) -> Dict[str, Any]:
@@ -112,3 +175,65 @@ def offpolicy_data_fetcher(cfg: Any, buffer_: Any) -> Callable:
             buffer_.update_priority(ctx.train_data["index"], output["priority"])
 
     return _fetcher
+
+
+def buffer_shares(cfg: Any, buffers: Any) -> List[Tuple[Any, int]]:
+    """DI-engine's multi-buffer form `[(buffer, fraction), ...]` as `(buffer, rows per batch)`:
+    `int(batch_size * fraction)` rows from each (as DI-engine samples them). One-line errors
+    for a bare list of buffers, a dict of buffers (its keyed batches fit no rlpipe policy), a
+    share under one row and a buffer with its own update schedule (the list has one)."""
+    where = "OffPolicyLearner(cfg, policy, [(buffer, fraction), ...])"
+    if isinstance(buffers, dict):
+        raise TypeError(f"{where}: a dict of buffers (keyed batches) is not supported: no rlpipe "
+                        f"policy trains on keyed batches; pass a list of (buffer, fraction) pairs")
+    batch_size = int(setting(cfg, "policy.learn.batch_size"))
+    shares = []
+    for k, pair in enumerate(buffers):
+        if not (isinstance(pair, tuple) and len(pair) == 2 and hasattr(pair[0], "sample")):
+            raise TypeError(f"{where}: item {k} is a {type(pair).__name__}, not a (buffer, "
+                            f"fraction) pair; e.g. [(buffer_a, 0.5), (buffer_b, 0.5)]")
+        buffer_, fraction = pair
+        rows = int(batch_size * float(fraction))
+        if rows < 1:
+            raise ValueError(f"{where}: item {k}'s fraction {fraction!r} of batch_size "
+                             f"{batch_size} is under one row; raise it")
+        if getattr(buffer_, "controller", None) is not None:
+            raise ValueError(f"{where}: item {k}'s buffer has its own update schedule "
+                             f"(controller); the list is trained by update_per_collect alone: "
+                             f"build its buffers without a controller")
+        shares.append((buffer_, rows))
+    if not shares:
+        raise ValueError(f"{where}: the list of buffers is empty")
+    return shares
+
+
+def multi_buffer_fetcher(shares: List[Tuple[Any, int]]) -> Callable:
+    """Each buffer's rows sampled and concatenated (in list order) into one `ctx.train_data`;
+    None while any buffer holds fewer rows than its share. After the update, new priorities
+    go back, slice by slice, to the buffers that are prioritized."""
+
+    @contract(reads=(), writes=("train_data",), reads_after=("train_output",), role=Role.LEARNER)
+    def _multi_fetcher(ctx: OnlineRLContext):
+        if any(len(buffer_) < rows for buffer_, rows in shares):
+            ctx.train_data = None
+            yield
+            return
+        batches = [buffer_.sample(rows) for buffer_, rows in shares]
+        keys = set(batches[0])
+        for k, batch in enumerate(batches[1:], 1):
+            if set(batch) != keys:
+                raise KeyError(f"OffPolicyLearner: buffer {k} samples columns {sorted(batch)}, "
+                               f"buffer 0 {sorted(keys)}; the buffers of one learner must hold "
+                               f"the same columns (same collector, same prioritization)")
+        ctx.train_data = {key: _concat([b[key] for b in batches]) for key in batches[0]}
+        yield
+        output = ctx.train_output
+        if not (isinstance(output, dict) and "priority" in output):
+            return
+        start = 0
+        for (buffer_, rows), batch in zip(shares, batches):
+            if hasattr(buffer_, "update_priority") and "index" in batch:
+                buffer_.update_priority(batch["index"], output["priority"][start:start + rows])
+            start += rows
+
+    return _multi_fetcher

@@ -152,7 +152,8 @@ class CkptSaver:
     states were written ...; see rlpipe.zoo._resume). `run_dir` defaults to `cfg.run_dir`.
 
     DI-engine's current signature is accepted too: `CkptSaver(policy, save_dir, train_freq=100)`
-    (or `save_dir=` by name) writes to `<save_dir>/ckpt/` with no config.
+    (or `save_dir=` by name) writes to `<save_dir>/ckpt/` with no config; an integral float
+    `train_freq` (DI-engine's `1e4`) counts as that int.
     """
 
     def __init__(
@@ -185,6 +186,8 @@ class CkptSaver:
                             f"{type(policy).__name__} (pass the policy itself, not one of its modes).")
         if train_freq is None:
             train_freq = setting(cfg, "ckpt.train_freq", None)
+        if isinstance(train_freq, float) and train_freq.is_integer():
+            train_freq = int(train_freq)  # DI-engine's scripts write train_freq=1e4
         if train_freq is not None and (isinstance(train_freq, bool) or not isinstance(train_freq, int)
                                        or train_freq < 1):
             raise ValueError(f"CkptSaver(train_freq={train_freq!r}): must be an int >= 1 "
@@ -351,6 +354,40 @@ class CkptSaver:
         """Nothing to release (checkpoints are written whole); present for the middleware protocol."""
 
 
-__all__ = ["CHECKPOINT_EVENT", "CkptSaver", "NonFiniteStateError", "checkpoint_files",
+_RESULT_FIELDS = ("total_step", "train_iter", "env_step", "env_episode", "last_eval_iter",
+                  "last_eval_value", "eval_value")
+
+
+@contract(reads=("total_step", "train_iter"), role=Role.LEARNER,
+          optional_reads=("env_step", "env_episode", "last_eval_iter", "last_eval_value",
+                          "eval_value"))
+class final_ctx_saver:  # noqa: N801 (DI-engine's name for a middleware it builds)
+    """At the end of a run, pickle the context's counters and last evaluation (the fields in
+    `_RESULT_FIELDS` that it declares) as a dict to `<name>/result.pkl`: DI-engine's record
+    of how a run ended. Written when the task emits "finish" (a run that ended without error)."""
+
+    def __init__(self, name: PathLike) -> None:
+        self.path = Path(name) / "result.pkl"
+        self._armed_task: Any = None
+
+    def __call__(self, ctx: Any) -> None:
+        self.attach(current_task())
+
+    def attach(self, task: Any) -> None:
+        """Called by `task.use(saver)`: write the file when the run finishes."""
+        if self._armed_task is task or not callable(getattr(task, "once", None)):
+            return
+        self._armed_task = task
+        task.once("finish", self._save)
+
+    def _save(self, ctx: Any) -> None:
+        import pickle
+
+        result = {name: getattr(ctx, name) for name in _RESULT_FIELDS if hasattr(ctx, name)}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(self.path, pickle.dumps(result))
+
+
+__all__ = ["CHECKPOINT_EVENT", "CkptSaver", "final_ctx_saver", "NonFiniteStateError", "checkpoint_files",
            "first_non_finite", "load_checkpoint", "load_verified", "restore_checkpoint",
            "weights_only_safe"]

@@ -364,4 +364,37 @@ class Exchange:
         return f"<Exchange of the {self.link.name}>"
 
 
-__all__ = ["EVALUATOR_EXITS", "Exchange", "load_module_weights", "module_weights"]
+def _single_process_exchanger(name: str, what: str) -> Callable:
+    """DI-engine's exchangers sync the context or the model between its processes. In one
+    process there is nothing to sync: a no-op that says so once. In a process started by
+    `parallel.launch` they cannot stand in for `Exchange`, which needs the config and the whole
+    policy (not only its model): a one-line error says what to use."""
+    if parallel.link() is not None:
+        raise TypeError(f"{name}: in a process started by rlpipe.engine.parallel.launch, use "
+                        f"rlpipe.middleware.Exchange(cfg, policy) instead (task.use(ex.receive) first, "
+                        f"task.use(ex.send) after the learner); it ships {what} and more")
+    log.info("%s: a single-process run shares %s already: this middleware does nothing", name,
+             what)
+
+    @contract(role=None)
+    def _exchanger(ctx: Any) -> None:
+        return None
+
+    _exchanger.__name__ = _exchanger.__qualname__ = name
+    return _exchanger
+
+
+def ContextExchanger(skip_n_iter: int = 1, storage_loader: Any = None) -> Callable:  # noqa: N802
+    """DI-engine's context sync between processes: a logged no-op in a single process (see
+    `_single_process_exchanger`); `Exchange` carries the counters of a launched run."""
+    return _single_process_exchanger("ContextExchanger", "the context")
+
+
+def ModelExchanger(model: Any, model_loader: Any = None) -> Callable:  # noqa: N802
+    """DI-engine's model sync between processes: a logged no-op in a single process (see
+    `_single_process_exchanger`); `Exchange` carries the weights of a launched run."""
+    return _single_process_exchanger("ModelExchanger", "the model's weights")
+
+
+__all__ = ["EVALUATOR_EXITS", "ContextExchanger", "Exchange", "ModelExchanger",
+           "load_module_weights", "module_weights"]

@@ -99,3 +99,14 @@ def eps_greedy_handler(cfg: Any) -> Callable:
         ctx.collect_kwargs = {**ctx.collect_kwargs, "eps": schedule(ctx.env_step)}
 
     return _eps_greedy
+
+
+def eps_greedy_masker() -> Callable:
+    """Greedy collection (ε = 0) every iteration: DI-engine's middleware for collecting expert
+    demonstrations without random actions (its ε = -1 means the same there)."""
+
+    @contract(writes=("collect_kwargs",), role=Role.COLLECTOR)
+    def _eps_greedy_masker(ctx: OnlineRLContext) -> None:
+        ctx.collect_kwargs = {**ctx.collect_kwargs, "eps": 0.0}
+
+    return _eps_greedy_masker

@@ -12,7 +12,7 @@ from rlpipe.data import UpdateSchedule
 from rlpipe.engine import Role, contract
 
 from ._cfg import setting
-from .buffer_io import offpolicy_data_fetcher
+from .buffer_io import buffer_shares, multi_buffer_fetcher, offpolicy_data_fetcher
 
 log = logging.getLogger(__name__)
 
@@ -95,22 +95,46 @@ class OffPolicyLearner:
     `fetcher` (default `offpolicy_data_fetcher(cfg, buffer_)`) is any generator middleware that
     fills `ctx.train_data` before its `yield`. The learner reads no collector field, so in async
     mode it trains while collection runs.
+
+    DI-engine's forms: `log_freq=N` logs the statistics every N train iterations (`trainer`);
+    `reward_model` (positional after the buffer, as DI-engine's) is an object whose
+    `estimate(batch)` returns the batch with the model's rewards, called on each fetched batch
+    before the update; `buffer_` may be a list of `(buffer, fraction)` pairs: each batch takes
+    `int(batch_size * fraction)` rows from each buffer, concatenated (see `buffer_shares`).
     """
 
-    def __init__(self, cfg: Any, policy: Any, buffer_: Any, *, fetcher: Optional[Callable] = None) -> None:
+    def __init__(self, cfg: Any, policy: Any, buffer_: Any, reward_model: Any = None,
+                 log_freq: Optional[int] = None, *, fetcher: Optional[Callable] = None) -> None:
         self.policy = policy
         self.buffer = buffer_
+        self._shares = buffer_shares(cfg, buffer_) if isinstance(buffer_, (list, dict)) else None
         schedule = getattr(buffer_, "controller", None)
         self.schedule = UpdateSchedule() if schedule is None else schedule
         self.schedule.complete(int(setting(cfg, "policy.learn.update_per_collect")),
                                int(setting(cfg, "policy.learn.batch_size")), where="OffPolicyLearner")
-        self._fetch = fetcher if fetcher is not None else offpolicy_data_fetcher(cfg, buffer_)
-        self._train = trainer(cfg, policy, name="OffPolicyLearner")
+        if fetcher is None:
+            fetcher = (offpolicy_data_fetcher(cfg, buffer_) if self._shares is None
+                       else multi_buffer_fetcher(self._shares))
+        self._fetch = fetcher
+        if reward_model is not None and not callable(getattr(reward_model, "estimate", None)):
+            raise TypeError(f"OffPolicyLearner(reward_model=...): a {type(reward_model).__name__} "
+                            f"has no estimate(batch) -> batch (the batch with its 'reward' "
+                            f"column replaced by the model's rewards)")
+        self.reward_model = reward_model
+        self._train = trainer(cfg, policy, log_freq, name="OffPolicyLearner")
         self.last_decision: Tuple[int, str] = (0, "not called yet")
         self._logged_wait = self._logged_start = False
 
+    def _rows(self) -> int:
+        """Rows the schedule sees: the buffer's, or for a list a full batch when every buffer
+        holds its share (0 otherwise), since each batch takes a fixed share from each."""
+        if self._shares is None:
+            return len(self.buffer)
+        full = all(len(buffer_) >= rows for buffer_, rows in self._shares)
+        return sum(rows for _, rows in self._shares) if full else 0
+
     def __call__(self, ctx: OnlineRLContext) -> None:
-        n_updates, reason = self.last_decision = self.schedule.allowed(len(self.buffer))
+        n_updates, reason = self.last_decision = self.schedule.allowed(self._rows())
         if not self._logged_start:
             self._log_start(n_updates, reason)
         outputs = []
@@ -122,6 +146,8 @@ class OffPolicyLearner:
                     next(post)
                 if ctx.train_data is None:
                     break
+                if self.reward_model is not None:
+                    ctx.train_data = self.reward_model.estimate(ctx.train_data)
                 self._train(ctx)
                 if post is not None:
                     next(post, None)

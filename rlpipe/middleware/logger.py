@@ -27,6 +27,7 @@ to what its checkpoint covered (see rlpipe.zoo._resume), then appends on the sam
 from __future__ import annotations
 
 import json
+import logging
 import math
 import numbers
 import os
@@ -35,13 +36,16 @@ import time
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Union
 
+from rlpipe._script import default_run_dir
 from rlpipe.engine import Role, contract, current_task
 from rlpipe.runs import CHECKPOINT_EVENT, RunDir
 
 from ._acting_agents import mean_agent_returns
 from ._cfg import setting
 from ._io import PathLike, resolve_run_dir
-from ._wandb import wandb_sink
+from ._wandb import require_wandb, wandb_sink
+
+log = logging.getLogger(__name__)
 
 
 def to_scalar(value: Any) -> Optional[float]:
@@ -130,13 +134,17 @@ class OnlineLogger:
         train_show_freq: int = 1,
         tensorboard: bool = True,
         flush_secs: float = 10.0,
+        name: str = "online_logger",
     ) -> None:
-        if not isinstance(train_show_freq, int) or train_show_freq < 1:
+        if isinstance(train_show_freq, bool) or not isinstance(train_show_freq, int) \
+                or train_show_freq < 1:
             raise ValueError(
-                f"online_logger(train_show_freq={train_show_freq!r}): must be an int >= 1 "
+                f"{name}(train_show_freq={train_show_freq!r}): must be an int >= 1 "
                 f"(log train outputs every that many train iterations)."
             )
-        self.run_dir = resolve_run_dir(cfg, run_dir, "online_logger")
+        if cfg is None and run_dir is None:  # DI-engine's online_logger(): a default folder
+            run_dir = default_run_dir(name)
+        self.run_dir = resolve_run_dir(cfg, run_dir, name)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         run = RunDir(self.run_dir)
         self.metrics_path = run.metrics
@@ -359,7 +367,9 @@ def online_logger(
 ) -> OnlineLogger:
     """Log each iteration's scalars to `<run_dir>/metrics.jsonl` and TensorBoard (`<run_dir>/tb`).
 
-    `run_dir` defaults to `cfg.run_dir`. `train_show_freq`: log the train outputs (averaged over
+    `run_dir` defaults to `cfg.run_dir`; with neither (DI-engine's `online_logger()` and
+    `online_logger(train_show_freq=N)`) the folder `ding_init(cfg)` chose, else
+    `./runs/<script name>`, named in a log line. `train_show_freq`: log the train outputs (averaged over
     the iterations in between) once every that many train iterations. TensorBoard is written when
     `tensorboard` is true and `cfg.logger.tensorboard` is not false. Files are flushed every 10 s,
     when `current_task().finish` is set, at `close()`, and flushed and fsynced before each
@@ -368,4 +378,37 @@ def online_logger(
     return OnlineLogger(cfg, run_dir=run_dir, train_show_freq=train_show_freq, tensorboard=tensorboard)
 
 
-__all__ = ["OnlineLogger", "online_logger", "read_metrics", "to_scalar"]
+def offline_logger(cfg: Any = None, run_dir: Optional[PathLike] = None,
+                   train_show_freq: int = 1, tensorboard: bool = True) -> OnlineLogger:
+    """DI-engine's logger of an offline run: the same logger, whose rows are keyed by
+    `train_iter` on an `OfflineRLContext` (it has no env steps). Run folder as `online_logger`."""
+    return OnlineLogger(cfg, run_dir=run_dir, train_show_freq=train_show_freq,
+                        tensorboard=tensorboard, name="offline_logger")
+
+
+def wandb_offline_logger(record_path: Optional[PathLike] = None, cfg: Any = None,
+                         exp_config: Any = None, project_name: Optional[str] = None,
+                         **options: Any) -> OnlineLogger:
+    """DI-engine's W&B logger: the rows of `offline_logger` (or of an online run), also sent
+    to Weights & Biases (needs the [wandb] extra). The run's config is `exp_config` (or `cfg`
+    when it is a run config with a "policy" section; DI-engine passes its logger switches as
+    `cfg`); the folder is `record_path`, else the config's run_dir, else as `online_logger`.
+    `project_name` sets `logger.wandb_project`. DI-engine's plot options (`metric_list`,
+    `env`, `model`, `anonymous`, `run_name`, `wandb_sweep`, ...) have no counterpart: they are
+    named in a log line and not applied."""
+    require_wandb("wandb_offline_logger")
+    run_cfg = exp_config if exp_config is not None else (
+        cfg if setting(cfg, "policy", None) is not None else None)
+    merged: Dict[str, Any] = dict(run_cfg) if run_cfg is not None else {}
+    merged["logger"] = {**dict(merged.get("logger") or {}), "wandb": True,
+                        **({"wandb_project": project_name} if project_name else {})}
+    if options:
+        log.info("wandb_offline_logger: not applied (DI-engine plot options): %s",
+                 ", ".join(sorted(options)))
+    if record_path is None and not merged.get("run_dir"):
+        record_path = default_run_dir("wandb_offline_logger")
+    return OnlineLogger(merged, run_dir=record_path, name="wandb_offline_logger")
+
+
+__all__ = ["OnlineLogger", "offline_logger", "online_logger", "read_metrics", "to_scalar",
+           "wandb_offline_logger"]

@@ -93,8 +93,11 @@ def recurrent_rollout(steps: List[Dict[str, Any]], gamma: float, lam: float,
     return {"rollout": store}
 
 
-def gae_estimator(cfg: Any, policy: Any) -> Callable:
+def gae_estimator(cfg: Any, policy: Any, buffer_: Any = None) -> Callable:
     """`ctx.trajectories` → `ctx.train_data`: the rollout's valid rows with "adv" and "return".
+
+    DI-engine's form `gae_estimator(cfg, policy, buffer_)` pushes those rows into `buffer_`
+    instead (an off-policy learner samples them from there) and leaves `ctx.train_data` None.
 
     GAE(γ = `cfg.policy.learn.gamma`, λ = `cfg.policy.learn.gae_lambda`) over the rewards times
     `cfg.policy.learn.reward_scale` (1 when the config has none); `policy` is a collect
@@ -123,7 +126,14 @@ def gae_estimator(cfg: Any, policy: Any) -> Callable:
         if refresh is not None:
             refresh()
 
+    if buffer_ is not None and not callable(getattr(buffer_, "push", None)):
+        raise TypeError(f"gae_estimator(cfg, policy, buffer_): a {type(buffer_).__name__} has no "
+                        f"push(rows); pass a replay buffer such as rlpipe.data.ReplayBuffer")
     if is_recurrent(policy):  # V needs the carried state: the face's next_values(rollout)
+        if buffer_ is not None:
+            raise TypeError(f"gae_estimator(cfg, policy, buffer_): the recurrent policy "
+                            f"{type(policy).__name__} trains on whole rollouts, which a replay "
+                            f"buffer does not keep in order; drop buffer_")
         next_values = getattr(policy, "next_values", None)
         if next_values is None:
             raise TypeError(f"gae_estimator: the recurrent policy {type(policy).__name__} has no "
@@ -146,6 +156,10 @@ def gae_estimator(cfg: Any, policy: Any) -> Callable:
         steps = ctx.trajectories
         _refreshed()
         ctx.train_data = rollout_to_batch(steps, gamma, lam, value_fn, reward_scale) if steps else None
+        if buffer_ is not None:
+            if ctx.train_data is not None and len(ctx.train_data["reward"]):
+                buffer_.push(ctx.train_data)
+            ctx.train_data = None
 
     return _gae_estimator
 

@@ -109,6 +109,7 @@ class ActorCritic(nn.Module):
                  *, share_encoder: bool = False, init_log_std: float = 0.0,
                  obs_norm: bool = False, encoders: Mapping[str, Any] | None = None) -> None:
         super().__init__()
+        self.obs_space, self.action_space = obs_space, action_space  # read by a policy given it
         # MultiDiscrete / MultiBinary: the head of models.distributions (None otherwise)
         self.discrete, self.multi, out_dim = action_layout(action_space, "ActorCritic")
         is_vector = isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 1

@@ -23,6 +23,7 @@ class QNetwork(nn.Module):
         if int(n_actions) < 1:
             raise ValueError(f"QNetwork needs n_actions >= 1, got {n_actions}.")
         self.encoder = build_encoder(obs_space, hidden, encoders=encoders)
+        self.obs_space = obs_space  # a policy given this network reads its spaces here
         self.n_actions = int(n_actions)
         self.dueling = bool(dueling)
         self.head = nn.Linear(self.encoder.out_dim, self.n_actions)

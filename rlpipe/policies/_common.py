@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+import numpy as np
 import torch
 from easydict import EasyDict
 from torch import nn
@@ -20,6 +21,38 @@ def resolve_device(name: str) -> torch.device:
         raise RuntimeError(f"device {name!r} was asked for but CUDA is not available here; "
                            "set device='cpu' or device='auto'.")
     return device
+
+
+def numpy_rng(seed: Optional[int]) -> np.random.Generator:
+    """A NumPy generator seeded with `seed`; when None, with a draw from torch's global RNG, so
+    that a script seeded the DI-engine way (`set_pkg_seed(cfg.seed)`, no policy seed) repeats."""
+    if seed is None:
+        seed = int(torch.randint(2**62, ()).item())
+    return np.random.default_rng(seed)
+
+
+def model_spaces(model: nn.Module, obs_space: Any, action_space: Any,
+                 who: str) -> Tuple[Any, Any]:
+    """The spaces of a policy built around a user's `model` (DI-engine's
+    `Policy(cfg, model=model)`): those passed, else those the model records (`obs_space`,
+    `action_space`, as rlpipe.models' networks do); one-line errors when neither says, and when
+    both do and differ. `action_space` may stay None for the caller to derive."""
+    from rlpipe.data._offline import same_space
+
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"{who}(cfg, model=...): the model must be a torch.nn.Module, got a "
+                        f"{type(model).__name__}")
+    chosen = []
+    for name, given in (("obs_space", obs_space), ("action_space", action_space)):
+        recorded = getattr(model, name, None)
+        if given is not None and recorded is not None and not same_space(given, recorded):
+            raise ValueError(f"{who}(cfg, {name}=..., model=...): the model was built for "
+                             f"{name} {recorded}, not {given}; build it from the env's spaces")
+        chosen.append(given if given is not None else recorded)
+    if chosen[0] is None:
+        raise TypeError(f"{who}(cfg, model=...): the {type(model).__name__} records no "
+                        f"obs_space; pass {who}(cfg, obs_space, action_space, model=model)")
+    return chosen[0], chosen[1]
 
 
 @torch.no_grad()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 import threading
 from contextlib import contextmanager
-from typing import Any, Dict, Iterator, Mapping, Tuple
+from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
 
 import gymnasium as gym
 import numpy as np
@@ -48,19 +48,30 @@ class TwinCriticPolicy(Policy):
     _STATE_KEYS: Tuple[str, ...] = ()  # the subclass's state beyond _TWIN_STATE_KEYS
     _REQUIRED_LEARN = ("batch_size", "gamma", "tau", "actor_lr", "critic_lr")
 
-    def __init__(self, cfg: Mapping | None, obs_space: gym.Space, action_space: gym.Space) -> None:
+    actor_class: type = nn.Module
+    """The class of the actor `_make_actor` builds (a given model's actor must be one)."""
+
+    def __init__(self, cfg: Mapping | None, obs_space: gym.Space, action_space: gym.Space, *,
+                 model: Optional[nn.Module] = None) -> None:
+        """`model` (DI-engine's `Policy(cfg, model=...)`): a module whose `actor` (the class
+        `_make_actor` builds) and `critic` (a `TwinQCritic`) the policy trains instead of
+        building its own, e.g. `nn.ModuleDict(dict(actor=..., critic=...))`; both are checked
+        against the spaces."""
         super().__init__(cfg, obs_space, action_space)
         c = self.cfg
         self._check_cfg()
         self.box = BoxActions(action_space, type(self).__name__)
         self.device = resolve_device(c.device)
         self.collect_device = resolve_device(c.collect.device)
-        with torch.random.fork_rng(devices=[]):  # seed our init without touching global RNG
-            if c.seed is not None:
-                torch.manual_seed(c.seed)
-            self.actor = self._make_actor(obs_space)
-            self.critic = TwinQCritic(obs_space, self.box.dim, c.model.critic_hidden,
-                                      encoders=c.model.encoders)
+        if model is not None:
+            self.actor, self.critic = self._given_networks(model)
+        else:
+            with torch.random.fork_rng(devices=[]):  # seed our init without touching global RNG
+                if c.seed is not None:
+                    torch.manual_seed(c.seed)
+                self.actor = self._make_actor(obs_space)
+                self.critic = TwinQCritic(obs_space, self.box.dim, c.model.critic_hidden,
+                                          encoders=c.model.encoders)
         self.actor.to(self.device)
         self.critic.to(self.device)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
@@ -72,6 +83,32 @@ class TwinCriticPolicy(Policy):
         self._collect_rng = make_generator(self.collect_device, c.seed)
         self._learn_rng = make_generator(self.device, None if c.seed is None else c.seed + 1)
         self._lock = threading.Lock()  # a learn step's weight update vs refresh / eval / state
+
+    def _given_networks(self, model: nn.Module) -> Tuple[nn.Module, nn.Module]:
+        """`model.actor` and `model.critic`, checked: the actor's class, the action size of both,
+        and that both run on a batch of this policy's observations."""
+        who = f"{type(self).__name__}(cfg, obs_space, action_space, model=...)"
+        actor, critic = getattr(model, "actor", None), getattr(model, "critic", None)
+        expected = self.actor_class
+        if not isinstance(actor, expected) or not isinstance(critic, TwinQCritic):
+            raise TypeError(f"{who}: the model needs .actor, a {expected.__name__}, and .critic, "
+                            f"a TwinQCritic (rlpipe.models); got {type(actor).__name__} and "
+                            f"{type(critic).__name__}")
+        for name, net in (("actor", actor), ("critic", critic)):
+            if net.action_dim != self.box.dim:
+                raise ValueError(f"{who}: the {name} was built for {net.action_dim} action "
+                                 f"dimensions, the action space has {self.box.dim}")
+        device = next(critic.parameters()).device
+        probe = obs_as_tensor(gym.vector.utils.batch_space(self.obs_space, 2).sample(), device)
+        try:
+            with torch.no_grad():
+                actor(probe)
+                critic(probe, torch.zeros(2, self.box.dim, device=device))
+        except (RuntimeError, ValueError, TypeError, KeyError) as err:
+            raise ValueError(f"{who}: the model fails on a batch of observations of "
+                             f"{self.obs_space} ({err}); build it from the env's observation "
+                             f"space") from err
+        return actor, critic
 
     def _make_actor(self, obs_space: gym.Space) -> nn.Module:
         """The subclass's actor network (built under the policy's seed)."""

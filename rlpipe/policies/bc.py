@@ -34,7 +34,7 @@ from torch import nn
 from rlpipe.data import to_torch
 from rlpipe.models import DeterministicActor, GaussianActor, QNetwork, batch_rows, obs_as_tensor
 
-from ._common import adam, clone_state, grad_step, hard_update, resolve_device
+from ._common import adam, clone_state, grad_step, hard_update, numpy_rng, resolve_device
 from ._continuous import BoxActions
 from .base import Policy
 
@@ -92,7 +92,7 @@ class BCPolicy(Policy):
         self.acting = copy.deepcopy(self.net).to(self.collect_device).requires_grad_(False)
         self._params = list(self.net.parameters())
         self.optimizer = adam(self._params, c.learn.lr, self.device)
-        self._rng = np.random.default_rng(c.seed)
+        self._rng = numpy_rng(c.seed)
         self._lock = threading.Lock()  # a learn step's weight update vs refresh / eval / state
 
     def _make_net(self, obs_space: gym.Space, action_space: gym.Space) -> nn.Module:

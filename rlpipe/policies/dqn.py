@@ -32,7 +32,8 @@ from rlpipe.data import to_torch
 from rlpipe.models import ObservationShapeError, QNetwork, batch_rows, obs_as_tensor
 
 from ._common import (adam, check_learner_state, check_td_batch, grad_step, hard_update,
-                      learner_state, load_learner_state, resolve_device, soft_update, td_discount)
+                      learner_state, load_learner_state, model_spaces, numpy_rng,
+                      resolve_device, soft_update, td_discount)
 from ._masks import as_mask, masked_argmax, sample_valid
 from .base import Policy
 
@@ -61,7 +62,7 @@ class DQNPolicy(Policy):
     def default_config(cls) -> EasyDict:
         return EasyDict(
             device="cpu",        # learner device: "cpu", "cuda" or "auto" (cuda when available)
-            seed=None,           # seeds network init and exploration (None: fresh entropy)
+            seed=None,           # seeds network init and exploration (None: from torch's global RNG)
             model=dict(
                 hidden=(128, 128),   # fully connected layers (after the conv trunk for images)
                 dueling=False,       # dueling head: Q = V + A - mean(A)
@@ -83,7 +84,24 @@ class DQNPolicy(Policy):
             ),
         )
 
-    def __init__(self, cfg: Mapping | None, obs_space: gym.Space, action_space: gym.Space) -> None:
+    def __init__(self, cfg: Mapping | None, obs_space: Optional[gym.Space] = None,
+                 action_space: Optional[gym.Space] = None, *,
+                 model: Optional[torch.nn.Module] = None) -> None:
+        """`(cfg, obs_space, action_space)` builds the Q network from `cfg.model`; DI-engine's
+        `(cfg, model=QNetwork(...))` trains the given network (the spaces come from it, or
+        are checked against it when passed too: it must map a batch of observations to
+        [B, action_space.n] Q-values)."""
+        if model is not None:
+            obs_space, action_space = model_spaces(model, obs_space, action_space, "DQNPolicy")
+            if action_space is None:
+                n = getattr(model, "n_actions", None)
+                if n is None:
+                    raise TypeError("DQNPolicy(cfg, model=...): the model records no n_actions; "
+                                    "pass DQNPolicy(cfg, obs_space, action_space, model=model)")
+                action_space = gym.spaces.Discrete(int(n))
+        elif obs_space is None or action_space is None:
+            raise TypeError("DQNPolicy needs (cfg, obs_space, action_space) or (cfg, model=...) "
+                            "with a model built for the env's spaces, e.g. rlpipe.models.QNetwork")
         super().__init__(cfg, obs_space, action_space)
         c = self.cfg
         self._check_cfg()
@@ -92,18 +110,37 @@ class DQNPolicy(Policy):
         self.n_actions = int(action_space.n)
         self.action_offset = int(action_space.start)  # Discrete(n, start=s): actions s..s+n-1
         self._obs_shape = tuple(getattr(obs_space, "shape", None) or ())
-        with torch.random.fork_rng(devices=[]):  # seed our init without touching global RNG
-            if c.seed is not None:
-                torch.manual_seed(c.seed)
-            self.online = QNetwork(obs_space, self.n_actions, c.model.hidden, c.model.dueling,
-                                   encoders=c.model.encoders)
+        if model is not None:
+            self._check_model(model)
+            self.online = model
+        else:
+            with torch.random.fork_rng(devices=[]):  # seed our init without touching global RNG
+                if c.seed is not None:
+                    torch.manual_seed(c.seed)
+                self.online = QNetwork(obs_space, self.n_actions, c.model.hidden, c.model.dueling,
+                                       encoders=c.model.encoders)
         self.online.to(self.device)
         self.target = copy.deepcopy(self.online).requires_grad_(False)
         self.acting = copy.deepcopy(self.online).to(self.collect_device).requires_grad_(False)
         self._params = list(self.online.parameters())
         self.optimizer = adam(self._params, c.learn.lr, self.device)
-        self._rng = np.random.default_rng(c.seed)
+        self._rng = numpy_rng(c.seed)
         self._lock = threading.Lock()  # a learn step's weight update vs refresh / eval / state
+
+    def _check_model(self, model: torch.nn.Module) -> None:
+        """A given network must turn a batch of this policy's observations into [B, n] Q-values."""
+        probe = gym.vector.utils.batch_space(self.obs_space, 2).sample()
+        try:
+            with torch.no_grad():
+                q = model(obs_as_tensor(probe, next(model.parameters()).device))
+        except (RuntimeError, ValueError, TypeError, KeyError) as err:
+            raise ValueError(f"DQNPolicy(model=...): the {type(model).__name__} fails on a batch of "
+                             f"observations of {self.obs_space} ({err}); build it from the env's "
+                             f"observation space") from err
+        if tuple(getattr(q, "shape", ())) != (2, self.n_actions):
+            raise ValueError(f"DQNPolicy(model=...): the {type(model).__name__} returns shape "
+                             f"{tuple(getattr(q, 'shape', ()))} for 2 observations, expected "
+                             f"(2, {self.n_actions}) Q-values for {self.action_space}")
 
     def _check_cfg(self) -> None:
         learn = self.cfg.learn

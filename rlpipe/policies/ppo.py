@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from typing import Any, Dict, Mapping
+from typing import Any, Dict, Mapping, Optional
 
 import gymnasium as gym
 import numpy as np
@@ -38,7 +38,7 @@ from torch import nn
 from rlpipe.data import to_torch
 from rlpipe.models import ActorCritic, batch_rows, obs_as_tensor
 
-from ._common import adam, clone_state, grad_step, hard_update, resolve_device
+from ._common import adam, clone_state, grad_step, hard_update, model_spaces, resolve_device
 from ._masks import masked_categorical, masked_mode, policy_mask
 from ._ppo_loss import PPOTerms, ppo_terms
 from .base import Policy, _CollectFace
@@ -107,7 +107,22 @@ class PPOPolicy(Policy):
             ),
         )
 
-    def __init__(self, cfg: Mapping | None, obs_space: gym.Space, action_space: gym.Space) -> None:
+    def __init__(self, cfg: Mapping | None, obs_space: Optional[gym.Space] = None,
+                 action_space: Optional[gym.Space] = None, *,
+                 model: Optional[nn.Module] = None) -> None:
+        """`(cfg, obs_space, action_space)` builds the network from `cfg.model`; DI-engine's
+        `(cfg, model=ActorCritic(obs_space, action_space, ...))` trains the given one (the
+        spaces come from it, or are checked against it when passed too)."""
+        if model is not None:
+            if not isinstance(model, ActorCritic):
+                raise TypeError(f"{type(self).__name__}(cfg, model=...): the model must be an "
+                                f"rlpipe.models.ActorCritic (the policy calls its actor and "
+                                f"critic heads), got a {type(model).__name__}")
+            obs_space, action_space = model_spaces(model, obs_space, action_space,
+                                                   type(self).__name__)
+        elif obs_space is None or action_space is None:
+            raise TypeError(f"{type(self).__name__} needs (cfg, obs_space, action_space) or (cfg, "
+                            f"model=...) with an rlpipe.models.ActorCritic built for the env")
         super().__init__(cfg, obs_space, action_space)
         self._check_cfg()
         c = self.cfg
@@ -124,7 +139,7 @@ class PPOPolicy(Policy):
         with torch.random.fork_rng(devices=[]):  # seed our init without touching global RNG
             if c.seed is not None:
                 torch.manual_seed(c.seed)
-            self.model = self._build_model()
+            self.model = self._build_model() if model is None else model
         self.model.to(self.device)
         self.acting = copy.deepcopy(self.model).to(self.collect_device).requires_grad_(False)
         self._params = list(self.model.parameters())

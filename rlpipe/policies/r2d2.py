@@ -29,7 +29,7 @@ from easydict import EasyDict
 from rlpipe.models import RecurrentQNetwork, batch_rows, obs_as_tensor
 
 from ._common import (adam, check_learner_state, grad_step, hard_update, learner_state,
-                      load_learner_state, resolve_device, soft_update)
+                      load_learner_state, numpy_rng, resolve_device, soft_update)
 from ._masks import masked_argmax
 from ._sequence_td import append_last_next, sequence_nstep_targets, time_slice
 from .base import Policy
@@ -104,7 +104,7 @@ class R2D2Policy(Policy):
         self.acting = copy.deepcopy(self.online).to(self.collect_device).requires_grad_(False)
         self._params = list(self.online.parameters())
         self.optimizer = adam(self._params, c.learn.lr, self.device, eps=c.learn.adam_eps)
-        self._rng = np.random.default_rng(c.seed)
+        self._rng = numpy_rng(c.seed)
         self._lock = threading.Lock()
 
     def _check_cfg(self) -> None:

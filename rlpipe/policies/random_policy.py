@@ -7,6 +7,7 @@ import gymnasium as gym
 import numpy as np
 from easydict import EasyDict
 
+from ._common import numpy_rng
 from .base import Policy
 
 __all__ = ["RandomPolicy"]
@@ -22,7 +23,7 @@ class RandomPolicy(Policy):
 
     def __init__(self, cfg: Mapping | None, obs_space: gym.Space, action_space: gym.Space) -> None:
         super().__init__(cfg, obs_space, action_space)
-        self._rng = np.random.default_rng(self.cfg.seed)
+        self._rng = numpy_rng(self.cfg.seed)
 
     def _sample(self, obs: Any) -> Dict[str, Any]:
         n = len(next(iter(obs.values()))) if isinstance(obs, Mapping) else len(obs)

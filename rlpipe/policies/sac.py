@@ -75,8 +75,11 @@ class SACPolicy(TwinCriticPolicy):
             ),
         )
 
-    def __init__(self, cfg: Mapping | None, obs_space: gym.Space, action_space: gym.Space) -> None:
-        super().__init__(cfg, obs_space, action_space)  # actor, twin critics, target, acting copy
+    actor_class = SquashedGaussianActor
+
+    def __init__(self, cfg: Mapping | None, obs_space: gym.Space, action_space: gym.Space, *,
+                 model: Optional[nn.Module] = None) -> None:
+        super().__init__(cfg, obs_space, action_space, model=model)  # actor, twin critics, target, acting copy
         learn = self.cfg.learn
         self.log_alpha = torch.tensor(math.log(learn.init_alpha), device=self.device,
                                       requires_grad=True)

@@ -22,7 +22,7 @@ Collecting adds Gaussian exploration noise N(0, noise_scale) to μ(obs) and clip
 from __future__ import annotations
 
 import copy
-from typing import Any, Dict, Mapping
+from typing import Any, Dict, Mapping, Optional
 
 import gymnasium as gym
 import numpy as np
@@ -73,8 +73,11 @@ class TD3Policy(TwinCriticPolicy):
             ),
         )
 
-    def __init__(self, cfg: Mapping | None, obs_space: gym.Space, action_space: gym.Space) -> None:
-        super().__init__(cfg, obs_space, action_space)  # actor, twin critics, target, acting copy
+    actor_class = DeterministicActor
+
+    def __init__(self, cfg: Mapping | None, obs_space: gym.Space, action_space: gym.Space, *,
+                 model: Optional[nn.Module] = None) -> None:
+        super().__init__(cfg, obs_space, action_space, model=model)  # actor, twin critics, target, acting copy
         self.actor_target = copy.deepcopy(self.actor).requires_grad_(False)
         # parameter lists, fixed: targets move as one Polyak step over online + target lists
         self._online_params = self._actor_params + self._critic_params

@@ -142,11 +142,18 @@ def test_nothing_to_log_writes_no_row(tmp_path, running):
     assert read_metrics(tmp_path) == []
 
 
-def test_run_dir_required(running):
+def test_run_dir_required_with_a_config(running):
     with pytest.raises(ValueError, match="cfg.run_dir"):
         online_logger(EasyDict(seed=0))
-    with pytest.raises(ValueError, match="run_dir="):
-        online_logger()
+
+
+def test_no_config_and_no_run_dir_writes_to_a_default_folder(tmp_path, monkeypatch, running):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("rlpipe._script._run_dir", None)
+    monkeypatch.setattr("sys.argv", ["train_dqn.py"])
+    log = online_logger()
+    log.close()
+    assert log.run_dir.resolve() == tmp_path / "runs" / "train_dqn"
 
 
 def test_cfg_can_turn_tensorboard_off(tmp_path, running):
