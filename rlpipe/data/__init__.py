@@ -1,4 +1,5 @@
-"""Transitions, replay buffers (uniform, prioritized, frame stacks stored once, sequences with burn-in), n-step,
+"""Transitions, replay buffers (uniform, prioritized, frame stacks stored once, sequences with burn-in, cut
+when pushed or when sampled), n-step,
 on-policy rollouts (and their chunks for recurrent policies), GAE,
 the update schedule (sample-ratio controller), batching to torch, and offline data sets
 (`OfflineDataset`, Minari on disk: `load_dataset`, `write_dataset`)."""
@@ -17,6 +18,7 @@ from ._rollout import RolloutStorage
 from ._schedule import UNLIMITED, SampleRatioController, UpdateSchedule
 from ._sequence_replay import SequenceReplayBuffer
 from ._sequences import SequenceAdder
+from ._step_sequences import StepSequenceBuffer
 from ._sumtree import SumTree
 from ._transition import TRANSITION_KEYS, bootstrap_discount, td_targets
 
@@ -33,6 +35,7 @@ __all__ = [
     "SampleRatioController",
     "SequenceAdder",
     "SequenceReplayBuffer",
+    "StepSequenceBuffer",
     "SumTree",
     "TRANSITION_KEYS",
     "UNLIMITED",

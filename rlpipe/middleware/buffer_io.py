@@ -133,15 +133,26 @@ def nstep_reward_enhancer(cfg: Any) -> Callable:
 
     Each output row carries `discount` (gamma**m, or 0 when the episode terminated inside the
     window); rows of episodes that are still open wait for later iterations.
+
+    A recurrent policy's steps (they record `state`) pass unchanged: its learner computes the
+    n-step targets on the sampled sequences (R2D2Policy, with the same `policy.learn.nstep`),
+    which need every step in time order (DI-engine's R2D2 chain runs this middleware too).
     """
     n = int(setting(cfg, "policy.learn.nstep"))
     gamma = float(setting(cfg, "policy.learn.gamma"))
     accumulators: Dict[int, NStepAccumulator] = {}
+    logged = []
 
     @contract(reads=("trajectories",), writes=("trajectories",), role=Role.COLLECTOR)
     def _nstep(ctx: OnlineRLContext) -> None:
         steps = ctx.trajectories or []
         if not steps:
+            return
+        if "state" in steps[0]:
+            if not logged:
+                logged.append(True)
+                log.info("nstep_reward_enhancer: recurrent steps pass unchanged; the learner "
+                         "computes %d-step targets on its sequences", n)
             return
         n_envs = len(steps[0]["reward"])
         acc = accumulators.get(n_envs)

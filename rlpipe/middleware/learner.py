@@ -112,6 +112,15 @@ class OffPolicyLearner:
         self.schedule = UpdateSchedule() if schedule is None else schedule
         self.schedule.complete(int(setting(cfg, "policy.learn.update_per_collect")),
                                int(setting(cfg, "policy.learn.batch_size")), where="OffPolicyLearner")
+        owner = getattr(policy, "policy", policy)  # the policy behind a learn face
+        if fetcher is None and getattr(owner, "recurrent", False) is True \
+                and self._shares is None and not hasattr(buffer_, "seq_len"):
+            name = type(owner).__name__
+            raise TypeError(f"OffPolicyLearner: {name} learns on sequences, but a "
+                            f"{type(buffer_).__name__} samples single transitions; use "
+                            f"StepSequenceBuffer(capacity, seq_len, burn_in) with data_pusher(cfg, "
+                            f"buffer_, group_by_env=True), or SequenceReplayBuffer with "
+                            f"SequenceAdding and sequence_fetcher")
         if fetcher is None:
             fetcher = (offpolicy_data_fetcher(cfg, buffer_) if self._shares is None
                        else multi_buffer_fetcher(self._shares))

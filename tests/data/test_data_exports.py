@@ -5,7 +5,7 @@ def test_all_lists_the_public_names():
     assert sorted(data.__all__) == sorted([
         "FrameReplayBuffer", "NStepAccumulator", "PerEnvOutput", "PrioritizedFrameReplayBuffer",
         "PrioritizedReplayBuffer", "ReplayBuffer", "RolloutStorage",
-        "SampleRatioController", "SequenceAdder", "SequenceReplayBuffer", "SumTree", "TRANSITION_KEYS", "UNLIMITED", "UpdateSchedule", "bootstrap_discount",
+        "SampleRatioController", "SequenceAdder", "SequenceReplayBuffer", "StepSequenceBuffer", "SumTree", "TRANSITION_KEYS", "UNLIMITED", "UpdateSchedule", "bootstrap_discount",
         "batch_of", "compute_gae", "nstep_targets", "td_targets", "to_torch",
         "OfflineDataError", "OfflineDataset", "dataset_spec", "dataset_root", "dataset_summary",
         "load_dataset",
