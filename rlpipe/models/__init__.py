@@ -2,7 +2,8 @@
 from rlpipe._threads import apply_thread_policy
 from ._errors import ObservationShapeError, UnsupportedSpaceError
 from .actor_critic import ActorCritic, RunningNorm
-from .continuous import DeterministicActor, GaussianActor, SquashedGaussianActor, TwinQCritic
+from .continuous import (ContinuousQAC, DeterministicActor, GaussianActor, SquashedGaussianActor,
+                         TwinQCritic)
 from .conv import ConvTrunk
 from ._inputs import batch_rows, obs_as_tensor
 from .encoder import Encoder, MultiPartEncoder, build_encoder
@@ -15,6 +16,7 @@ from .value import ValueNetwork
 
 __all__ = [
     "ActorCritic",
+    "ContinuousQAC",
     "ConvTrunk",
     "DeterministicActor",
     "Encoder",

@@ -168,3 +168,32 @@ class TwinQCritic(nn.Module):
     def q1(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         """The first Q alone (TD3's actor loss)."""
         return self._q(0, obs, action)
+
+
+class ContinuousQAC(nn.Module):
+    """An actor and a twin Q critic in one module (DI-engine's `ContinuousQAC`): `actor` is a
+    `SquashedGaussianActor` for `kind="reparameterization"` (SAC) or a `DeterministicActor` for
+    `kind="regression"` (TD3), `critic` a `TwinQCritic`; `**cfg.policy.model` of SAC or TD3
+    fills the rest. It records `obs_space` and
+    `action_space`, so `SACPolicy(cfg, model=ContinuousQAC(...))` takes its spaces from it."""
+
+    KINDS = {"reparameterization": SquashedGaussianActor, "regression": DeterministicActor}
+
+    def __init__(self, obs_space: gym.Space, action_space: gym.Space,
+                 kind: str = "reparameterization", actor_hidden: Sequence[int] = (256, 256),
+                 critic_hidden: Sequence[int] = (256, 256), log_std_min: float = -5.0,
+                 log_std_max: float = 2.0, encoders: Mapping[str, Any] | None = None) -> None:
+        super().__init__()
+        if kind not in self.KINDS:
+            raise ValueError(f"ContinuousQAC(kind={kind!r}): choose 'reparameterization' (SAC's "
+                             f"squashed Gaussian actor) or 'regression' (TD3's deterministic actor)")
+        if not isinstance(action_space, gym.spaces.Box) or len(action_space.shape) != 1:
+            raise ValueError(f"ContinuousQAC: action_space must be a 1-D Box, got {action_space}")
+        self.obs_space, self.action_space = obs_space, action_space
+        dim = int(action_space.shape[0])
+        if kind == "reparameterization":
+            self.actor = SquashedGaussianActor(obs_space, dim, actor_hidden, log_std_min,
+                                               log_std_max, encoders=encoders)
+        else:  # the log-std bounds belong to the Gaussian actor alone
+            self.actor = DeterministicActor(obs_space, dim, actor_hidden, encoders=encoders)
+        self.critic = TwinQCritic(obs_space, dim, critic_hidden, encoders=encoders)

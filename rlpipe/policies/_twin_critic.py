@@ -26,7 +26,8 @@ from torch import nn
 from rlpipe.data import to_torch
 from rlpipe.models import TwinQCritic, obs_as_tensor
 
-from ._common import adam, check_td_batch, clone_state, hard_update, resolve_device
+from ._common import (adam, check_td_batch, clone_state, hard_update, model_spaces,
+                      resolve_device)
 from ._continuous import BoxActions, make_generator, set_requires_grad
 from .base import Policy
 
@@ -51,12 +52,23 @@ class TwinCriticPolicy(Policy):
     actor_class: type = nn.Module
     """The class of the actor `_make_actor` builds (a given model's actor must be one)."""
 
-    def __init__(self, cfg: Mapping | None, obs_space: gym.Space, action_space: gym.Space, *,
+    def __init__(self, cfg: Mapping | None, obs_space: Optional[gym.Space] = None,
+                 action_space: Optional[gym.Space] = None, *,
                  model: Optional[nn.Module] = None) -> None:
         """`model` (DI-engine's `Policy(cfg, model=...)`): a module whose `actor` (the class
         `_make_actor` builds) and `critic` (a `TwinQCritic`) the policy trains instead of
-        building its own, e.g. `nn.ModuleDict(dict(actor=..., critic=...))`; both are checked
-        against the spaces."""
+        building its own, e.g. `rlpipe.models.ContinuousQAC` or `nn.ModuleDict(dict(actor=...,
+        critic=...))`; both are checked against the spaces, which may be left out when the
+        model records them (`obs_space`, `action_space`, as ContinuousQAC does)."""
+        who = type(self).__name__
+        if model is not None:
+            obs_space, action_space = model_spaces(model, obs_space, action_space, who)
+            if action_space is None:
+                raise TypeError(f"{who}(cfg, model=...): the {type(model).__name__} records no "
+                                f"action_space; pass {who}(cfg, obs_space, action_space, model=model)")
+        elif obs_space is None or action_space is None:
+            raise TypeError(f"{who} needs (cfg, obs_space, action_space) or (cfg, model=...) with "
+                            f"a model built for the env's spaces, e.g. rlpipe.models.ContinuousQAC")
         super().__init__(cfg, obs_space, action_space)
         c = self.cfg
         self._check_cfg()

@@ -77,7 +77,8 @@ class SACPolicy(TwinCriticPolicy):
 
     actor_class = SquashedGaussianActor
 
-    def __init__(self, cfg: Mapping | None, obs_space: gym.Space, action_space: gym.Space, *,
+    def __init__(self, cfg: Mapping | None, obs_space: Optional[gym.Space] = None,
+                 action_space: Optional[gym.Space] = None, *,
                  model: Optional[nn.Module] = None) -> None:
         super().__init__(cfg, obs_space, action_space, model=model)  # actor, twin critics, target, acting copy
         learn = self.cfg.learn

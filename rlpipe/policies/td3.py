@@ -75,7 +75,8 @@ class TD3Policy(TwinCriticPolicy):
 
     actor_class = DeterministicActor
 
-    def __init__(self, cfg: Mapping | None, obs_space: gym.Space, action_space: gym.Space, *,
+    def __init__(self, cfg: Mapping | None, obs_space: Optional[gym.Space] = None,
+                 action_space: Optional[gym.Space] = None, *,
                  model: Optional[nn.Module] = None) -> None:
         super().__init__(cfg, obs_space, action_space, model=model)  # actor, twin critics, target, acting copy
         self.actor_target = copy.deepcopy(self.actor).requires_grad_(False)

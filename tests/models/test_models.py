@@ -14,7 +14,7 @@ IMG = gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
 
 def test_all_lists_public_names():
     assert sorted(models.__all__) == [
-        "ActorCritic", "ConvTrunk", "DeterministicActor", "Encoder", "GaussianActor", "MLP",
+        "ActorCritic", "ContinuousQAC", "ConvTrunk", "DeterministicActor", "Encoder", "GaussianActor", "MLP",
         "MultiAgentActorCritic", "MultiPartEncoder", "ObservationShapeError", "QNetwork",
         "RecurrentCore", "RecurrentQNetwork", "RunningNorm",
         "SquashedGaussianActor", "TwinQCritic", "UnsupportedSpaceError", "ValueNetwork",
