@@ -37,6 +37,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 import gymnasium as gym
 import torch
+from torch import nn
 from easydict import EasyDict
 
 from ._common import adam, extend_config, td_discount
@@ -95,8 +96,12 @@ class CQLPolicy(SACPolicy):
             ),
         ))
 
-    def __init__(self, cfg: Mapping | None, obs_space: gym.Space, action_space: gym.Space) -> None:
-        super().__init__(cfg, obs_space, action_space)
+    def __init__(self, cfg: Mapping | None, obs_space: Optional[gym.Space] = None,
+                 action_space: Optional[gym.Space] = None, *,
+                 model: Optional[nn.Module] = None) -> None:
+        """As SACPolicy's: `(cfg, obs_space, action_space)`, or DI-engine's `(cfg, model=...)`
+        with a `ContinuousQAC(..., kind="reparameterization")` whose networks it trains."""
+        super().__init__(cfg, obs_space, action_space, model=model)
         learn = self.cfg.learn
         self.log_alpha_prime = torch.tensor(math.log(learn.init_alpha_prime), device=self.device,
                                             requires_grad=True)

@@ -1,6 +1,6 @@
-"""Ports of DI-engine's `dqn_nstep.py`, `dqn_per.py`, `dqn_eval.py`, `sac.py` and `td3.py`, in
-their structure: only the imports and the construction of the config, envs, model and buffer
-are rlpipe's. Tiny budgets; each runs sync and async."""
+"""Ports of DI-engine's `dqn_nstep.py`, `dqn_per.py`, `dqn_eval.py`, `sac.py`, `td3.py` and
+`cql.py`, in their structure: only the imports and the construction of the config, envs,
+model, buffer and data set are rlpipe's. Tiny budgets; each runs sync and async."""
 import logging
 import pickle
 
@@ -9,15 +9,15 @@ import pytest
 import torch
 
 from rlpipe import ding_init, set_pkg_seed, task
-from rlpipe.contexts import OnlineRLContext
-from rlpipe.data import PrioritizedReplayBuffer, ReplayBuffer
+from rlpipe.contexts import OfflineRLContext, OnlineRLContext
+from rlpipe.data import OfflineDataset, PrioritizedReplayBuffer, ReplayBuffer
 from rlpipe.envs import EnvManager
 from rlpipe.middleware import (CkptSaver, OffPolicyLearner, StepCollector, data_pusher,
                                eps_greedy_handler, final_ctx_saver, interaction_evaluator,
-                               load_checkpoint, nstep_reward_enhancer, online_logger,
-                               read_metrics, termination_checker)
+                               load_checkpoint, nstep_reward_enhancer, offline_data_fetcher,
+                               online_logger, read_metrics, termination_checker, trainer)
 from rlpipe.models import ContinuousQAC, QNetwork
-from rlpipe.policies import DQNPolicy, SACPolicy, TD3Policy
+from rlpipe.policies import CQLPolicy, DQNPolicy, SACPolicy, TD3Policy
 from rlpipe.zoo import get_entry
 
 from .test_example_ports import dqn_main, tiny_cfg
@@ -213,3 +213,61 @@ def test_continuous_qac_is_refused_in_one_line_where_it_does_not_fit():
         SACPolicy(None, model=regression)
     with pytest.raises(TypeError, match=r"needs \(cfg, obs_space, action_space\) or"):
         TD3Policy(None)
+
+
+def random_pendulum_dataset(n_episodes, seed=0):
+    """Random-action Pendulum episodes of 50 steps as an OfflineDataset (the stand-in for
+    DI-engine's `create_dataset(cfg)`, which reads a data set that the config names)."""
+    import gymnasium as gym
+
+    env, rng, episodes = gym.make("Pendulum-v1", max_episode_steps=50), np.random.default_rng(seed), []
+    for k in range(n_episodes):
+        obs, _ = env.reset(seed=seed + k)
+        ep = {"observations": [obs], "actions": [], "rewards": [], "terminations": [],
+              "truncations": []}
+        done = False
+        while not done:
+            action = rng.uniform(-2.0, 2.0, (1,)).astype(np.float32)
+            obs, reward, terminated, truncated, _ = env.step(action)
+            for key, value in (("observations", obs), ("actions", action), ("rewards", reward),
+                               ("terminations", terminated), ("truncations", truncated)):
+                ep[key].append(value)
+            done = terminated or truncated
+        episodes.append({key: np.asarray(v) for key, v in ep.items()})
+    return OfflineDataset.from_episodes(episodes, env.observation_space, env.action_space)
+
+
+def cql_main(cfg, dataset, async_mode=False):
+    """DI-engine's cql.py, in its order."""
+    logging.getLogger().setLevel(logging.INFO)
+    with task.start(async_mode=async_mode, ctx=OfflineRLContext()):
+        evaluator_env = EnvManager(cfg.env.id, n_envs=cfg.env.eval_n_envs, seed=cfg.seed)
+
+        set_pkg_seed(cfg.seed, use_cuda=False)
+
+        model = ContinuousQAC(dataset.observation_space, dataset.action_space,
+                              "reparameterization", **cfg.policy.model)
+        policy = CQLPolicy(cfg.policy, model=model)
+
+        task.use(interaction_evaluator(cfg, policy.eval_mode, evaluator_env))
+        task.use(offline_data_fetcher(cfg, dataset))
+        task.use(trainer(cfg, policy.learn_mode))
+        task.use(CkptSaver(cfg, policy, train_freq=100))
+        task.run(max_step=cfg.max_train_iter)
+        train_iter = task.ctx.train_iter
+    evaluator_env.close()
+    return policy, model, train_iter
+
+
+@MODES
+def test_cql_example_trains_one_continuous_qac_offline(tmp_path, async_mode):
+    cfg = get_entry("pendulum-cql").resolve()
+    cfg.run_dir = str(tmp_path / "run")
+    cfg.env.eval_n_envs = 1
+    cfg.policy.model.actor_hidden = cfg.policy.model.critic_hidden = (16, 16)
+    cfg.policy.learn.batch_size = 32
+    cfg.policy.eval.evaluator.update(eval_freq=1000, n_episode=1)
+    cfg.max_train_iter = 6
+    policy, model, train_iter = cql_main(cfg, random_pendulum_dataset(2), async_mode)
+    assert train_iter == 6 and policy.critic is model.critic
+    assert (tmp_path / "run" / "ckpt" / "final.pt").is_file()
