@@ -121,14 +121,13 @@ class StepSequenceBuffer(PicklesWithoutLock):
             slots = np.asarray(line)
             first = arrays[("first",)][slots].astype(bool)
             end = arrays[("terminated",)][slots].astype(bool) | arrays[("truncated",)][slots].astype(bool)
-            # steps from each position to its episode's last held step, counted backwards
-            run = np.zeros(len(slots), np.int64)
-            left = 0
-            for i in range(len(slots) - 1, -1, -1):
-                if end[i] or (i + 1 < len(slots) and first[i + 1]):
-                    left = 0
-                left += 1
-                run[i] = left
+            # steps from each position to the last held step of its episode: a run of steps
+            # ends at a terminated/truncated step, before a first step, and at the newest step
+            last = end.copy()
+            last[:-1] |= first[1:]
+            last[-1] = True
+            segment = np.concatenate([[0], np.cumsum(last[:-1])])
+            run = np.flatnonzero(last)[segment] - np.arange(len(slots)) + 1
             self._runs[e] = run
             ok = np.flatnonzero(run > self.burn_in)
             starts.append(np.stack([np.full(len(ok), e), ok], 1))
