@@ -90,7 +90,8 @@ class SequenceReplayBuffer:
         for key in ("state", "mask"):
             if key not in sequences:
                 raise KeyError(f"{owner}: the sequences lack {key!r} (they have {sorted(sequences)}); "
-                               "push what SequenceAdder emits")
+                               "push what SequenceAdder emits, or push step rows with "
+                               "data_pusher(cfg, buffer_, group_by_env=True) into a StepSequenceBuffer")
         for key in _ADDED_BY_SAMPLE:
             if key in sequences:
                 raise KeyError(f"{owner}: key {key!r} is reserved (sample adds it); drop it first")

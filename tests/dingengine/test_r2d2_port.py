@@ -8,7 +8,7 @@ import pytest
 
 from rlpipe import set_pkg_seed, task
 from rlpipe.contexts import OnlineRLContext
-from rlpipe.data import ReplayBuffer, StepSequenceBuffer
+from rlpipe.data import ReplayBuffer, SequenceReplayBuffer, StepSequenceBuffer
 from rlpipe.envs import EnvManager
 from rlpipe.middleware import (CkptSaver, OffPolicyLearner, StepCollector, data_pusher,
                                eps_greedy_handler, interaction_evaluator, nstep_reward_enhancer,
@@ -128,6 +128,9 @@ def test_pushes_that_cannot_be_cut_into_sequences_are_refused():
         buf.push({k: v for k, v in rows.items() if k != "state"})
     with pytest.raises(ValueError, match="no window can be cut yet"):
         buf.sample(4)
+    # the buffer of sequences cut at the collector names this one for step rows
+    with pytest.raises(KeyError, match=r"lack 'mask'.*group_by_env=True\) into a StepSequenceBuffer"):
+        SequenceReplayBuffer(24, seq_len=3, burn_in=1).push(rows)
 
 
 def test_the_learner_refuses_a_recurrent_policy_on_a_buffer_of_transitions(dqn):
