@@ -203,7 +203,7 @@ def train(name: Optional[str] = None, seed: int = 0, overrides: Iterable[str] = 
 
 def _init_from_settings(entry: Entry, source: str, with_optim: bool) -> Dict[str, Any]:
     """The config of `--init-from SOURCE`: the checkpoint chosen (best.pt, else final.pt)."""
-    from ._init_from import pick_checkpoint
+    from rlpipe.pipelines.init_from import pick_checkpoint
 
     if entry.pipeline == "on-policy":
         raise ValueError(f"--init-from: {entry.name} is on-policy; --init-from starts "
@@ -218,7 +218,7 @@ def _check_init_from(entry: Entry, cfg: Any) -> None:
     from rlpipe.runs import RunDir
 
     from ._generic import spaces_of
-    from ._init_from import check_source
+    from rlpipe.pipelines.init_from import check_source
     from ._run import read_config
 
     checkpoint = str(cfg.init_from)
@@ -244,7 +244,7 @@ def resume(run_dir: str, name: Optional[str] = None, overrides: Iterable[str] = 
     from rlpipe.middleware import load_checkpoint
 
     from ._parallel import check_distributed
-    from ._resume import prepare_resume
+    from rlpipe.pipelines.resume import prepare_resume
     from ._resume_checks import check_budget_left, check_resume_overrides
     from ._run import read_config
     from ._run_guard import clear_outputs, has_checkpoint

@@ -20,7 +20,7 @@ from typing import Any, Dict
 
 from rlpipe.middleware import overrun_meter
 from rlpipe.policies import SACPolicy
-from rlpipe.zoo._offpolicy import resolve_config, run_offpolicy
+from rlpipe.pipelines.offpolicy import resolve_config, run_offpolicy
 from rlpipe.zoo.pendulum import sac as pendulum_sac
 
 POLICY = SACPolicy

@@ -1,4 +1,4 @@
-"""The on-policy pipeline shared by the zoo's PPO entries (seed 003's on-policy form)."""
+"""The on-policy pipeline (PPO, MAPPO, recurrent PPO): collect a rollout, GAE, learn from it."""
 from __future__ import annotations
 
 import functools
@@ -15,11 +15,11 @@ from rlpipe.middleware import (StepCollector, gae_estimator, interaction_evaluat
                                multistep_trainer)
 from rlpipe.middleware.exchange import Exchange
 
-from ._offpolicy import make_envs
-from ._pipeline import Pipeline, closed_on_error, make_policy, run_pipeline
-from ._resume import RunState, resumed_context
-from ._run_keys import run_defaults
-from ._tail import use_run_tail
+from .offpolicy import make_envs
+from .base import Pipeline, closed_on_error, make_policy, run_pipeline
+from .resume import RunState, resumed_context
+from .run_keys import run_defaults
+from .tail import run_tail
 
 log = logging.getLogger("rlpipe")
 
@@ -56,7 +56,7 @@ def build_onpolicy(cfg: Any, policy_cls: Any) -> Pipeline:
     """Envs, policy, collector and (resumed) context of the on-policy pipeline, and its
     middleware: evaluator → StepCollector → gae_estimator → multistep_trainer → the run's tail."""
     multi_agent = bool(getattr(policy_cls, "multi_agent", False))
-    manager = _multi_agent_manager() if multi_agent else EnvManager
+    manager = multi_agent_manager() if multi_agent else EnvManager
     collector_env, evaluator_env = envs = make_envs(cfg, manager)
     with closed_on_error(envs):
         policy = make_policy(cfg, policy_cls, collector_env)
@@ -79,7 +79,7 @@ def build_onpolicy(cfg: Any, policy_cls: Any) -> Pipeline:
         task.use(multistep_trainer(cfg, policy.learn_mode))
         if exchange is not None:
             task.use(exchange.send)
-        use_run_tail(task, cfg, policy, run_state)
+        run_tail(task, cfg, policy, run_state)
 
     return Pipeline(ctx, install, envs, _rollout_rule(cfg, collector_env.n_envs))
 
@@ -120,7 +120,7 @@ def _agents_context(env: Any) -> Any:
     return functools.partial(MultiAgentRLContext, agents=list(env.agents))
 
 
-def _multi_agent_manager() -> Any:
+def multi_agent_manager() -> Any:
     """make_envs' manager for multi-agent policies: rlpipe.envs.MultiAgentEnvManager, given the
     env section's settings it takes (mode "auto" is "sync": PettingZoo envs are cheap steps)."""
     from rlpipe.envs import MultiAgentEnvManager

@@ -1,4 +1,4 @@
-"""The off-policy pipeline shared by the zoo's DQN (and later SAC/TD3) entries."""
+"""The off-policy pipeline (DQN, SAC, TD3, R2D2): collect into a replay buffer, learn from it."""
 from __future__ import annotations
 
 from typing import Any, Dict, Mapping, Optional, Sequence
@@ -16,11 +16,11 @@ from rlpipe.middleware import (OffPolicyLearner, StepCollector, data_pusher, eps
                                interaction_evaluator, nstep_reward_enhancer)
 from rlpipe.middleware.exchange import Exchange
 
-from ._pipeline import DataPath, Pipeline, closed_on_error, make_policy, run_pipeline
-from ._resume import RunState, resumed_context
-from ._run_keys import run_defaults
-from ._sequence import sequence_data
-from ._tail import use_run_tail
+from .base import DataPath, Pipeline, closed_on_error, make_policy, run_pipeline
+from .resume import RunState, resumed_context
+from .run_keys import run_defaults
+from .sequence import sequence_data
+from .tail import run_tail
 
 RUN_DEFAULTS: Dict[str, Any] = run_defaults(without=("dataset", "logger.train_show_freq"))
 
@@ -132,7 +132,7 @@ def build_offpolicy(cfg: Any, policy_cls: Any, compressor: Any = None,
                     decompressor: Any = None, extra: Sequence[Any] = ()) -> Pipeline:
     """Envs, policy, buffer, collector and (resumed) context of the off-policy pipeline, and
     its middleware in the order of DI-engine's middleware guide; nothing runs yet. A recurrent
-    policy (R2D2) learns from sequences (zoo/_sequence.py) instead of transitions. `extra`:
+    policy (R2D2) learns from sequences (pipelines/sequence.py) instead of transitions. `extra`:
     middleware used after the learner (before the exchange's send and the logger)."""
     collector_env, evaluator_env = envs = make_envs(cfg)
     with closed_on_error(envs):
@@ -160,7 +160,7 @@ def build_offpolicy(cfg: Any, policy_cls: Any, compressor: Any = None,
             task.use(middleware)
         if exchange is not None:
             task.use(exchange.send)
-        use_run_tail(task, cfg, policy, run_state)
+        run_tail(task, cfg, policy, run_state)
 
     rule = (f"whole vector steps of {collector_env.n_envs} envs" if budget is not None
             else "whole collections")

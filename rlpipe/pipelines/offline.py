@@ -34,11 +34,11 @@ from rlpipe.envs import EnvManager
 from rlpipe.middleware import interaction_evaluator, offline_data_fetcher, trainer
 from rlpipe.middleware.exchange import Exchange
 
-from ._offpolicy import eval_env_kwargs, mask_settings
-from ._pipeline import Pipeline, closed_on_error, make_policy, run_pipeline
-from ._resume import RunState, resumed_context
-from ._run_keys import run_defaults
-from ._tail import use_run_tail
+from .offpolicy import eval_env_kwargs, mask_settings
+from .base import Pipeline, closed_on_error, make_policy, run_pipeline
+from .resume import RunState, resumed_context
+from .run_keys import run_defaults
+from .tail import run_tail
 
 # No env steps, collector or replay: the budget is in learn steps. --async runs an evaluator
 # process beside the trainer on the local backend, at full CPU priority (publish_every None:
@@ -76,7 +76,7 @@ def explained(err: OfflineDataError, dataset_id: str) -> OfflineDataError:
     text = str(err)
     if "is not in the Minari root" not in text:
         return err
-    from ._recipes import RECIPES
+    from .recipes import RECIPES
 
     make = (" && ".join(f"`{line}`" for line in RECIPES[dataset_id]) if dataset_id in RECIPES
             else MAKE_ONE.format(id=dataset_id))
@@ -174,7 +174,7 @@ def build_offline(cfg: Any, policy_cls: Any, dataset: Any = None) -> Pipeline:
         task.use(trainer(cfg, policy.learn_mode))
         if exchange is not None:
             task.use(exchange.send)
-        use_run_tail(task, cfg, policy, run_state)
+        run_tail(task, cfg, policy, run_state)
 
     return Pipeline(ctx, install, envs)
 
