@@ -6,7 +6,7 @@ import contextlib
 import dataclasses
 import random
 import time
-from typing import Any, Callable, Dict, Iterator, Tuple
+from typing import Any, Callable, Dict, Iterator, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -32,6 +32,15 @@ class Pipeline:
         """Close the env managers (also when the pipeline never ran)."""
         for env in self.envs:
             env.close()
+
+
+def named_point(name: str, middleware: Sequence[Any]) -> Tuple[Any, ...]:
+    """The middleware a user adds at a pipeline's named point `name`, as a tuple; one
+    middleware given where a list belongs is a one-line error."""
+    if not isinstance(middleware, (list, tuple)):
+        raise TypeError(f"{name}= takes a list of middleware, got {middleware!r}; wrap it in a "
+                        f"list: {name}=[...]")
+    return tuple(middleware)
 
 
 @contextlib.contextmanager

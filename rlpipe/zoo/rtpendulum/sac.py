@@ -39,7 +39,7 @@ config["policy"]["eval"] = dict(evaluator=dict(eval_freq=1000, n_episode=5))
 
 
 def main(cfg: Any) -> Dict[str, Any]:
-    return run_offpolicy(cfg, SACPolicy, extra=(overrun_meter(),))
+    return run_offpolicy(cfg, SACPolicy, after_learner=[overrun_meter()])
 
 
 if __name__ == "__main__":
