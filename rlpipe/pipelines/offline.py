@@ -1,6 +1,6 @@
 """The offline pipeline: train a policy from a fixed data set, evaluate it in its env.
 
-On an `OfflineRLContext`, the offline form of seed 003's pipeline:
+On an `OfflineRLContext`, the offline form of the off-policy pipeline:
 
     interaction_evaluator → offline_data_fetcher → trainer → the run's tail (termination at
     max_train_iter, final evaluation, logger, CkptSaver, progress bar over train_iter)
