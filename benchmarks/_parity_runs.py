@@ -85,8 +85,8 @@ def run_one(framework: str, task: ParityTask, seed: int) -> Dict[str, Any]:
 def _run_rlpipe(task: ParityTask, seed: int, evaluator: GreedyEvaluator) -> tuple:
     from rlpipe.engine import task as rl_task
     from rlpipe.policies import get_policy
-    from rlpipe.zoo import _offpolicy, _onpolicy
-    from rlpipe.zoo._run import limit_torch_threads, seed_everything
+    from rlpipe.pipelines import offpolicy as _offpolicy, onpolicy as _onpolicy, seed_everything
+    from rlpipe.zoo._run import limit_torch_threads
 
     base = get_policy(task.algo)
     made: List[Any] = []

@@ -5,7 +5,7 @@
     nice .venv/bin/python benchmarks/offline.py --only pendulum --entries pendulum-iql --keep-data
     .venv/bin/python benchmarks/offline.py --report --workdir benchmarks/results/offline
 
-1. Makes the data sets with the commands of `rlpipe/zoo/_recipes.py` (run folders and the
+1. Makes the data sets with the commands of `rlpipe/pipelines/recipes.py` (run folders and the
    Minari root under --workdir), and records the recipe actually run:
    - CartPole "medium": `cartpole-dqn` stopped at a mean eval return >= 200, rolled for 100
      episodes with the first epsilon of 0.2, 0.1, 0.3, 0.05, 0.4, 0.5 that puts the behaviour
@@ -41,7 +41,7 @@ from typing import Any, Dict, List, Tuple
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
 
 from rlpipe.cli import main as rlpipe  # noqa: E402
-from rlpipe.zoo._recipes import RECIPES  # noqa: E402
+from rlpipe.pipelines.recipes import RECIPES  # noqa: E402
 
 CARTPOLE, PENDULUM = "cartpole/medium-v0", "pendulum/medium-replay-v0"
 ENTRIES = {CARTPOLE: ("cartpole-bc", "cartpole-cql"),

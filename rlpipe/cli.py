@@ -275,7 +275,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
 def _print_summary(result: dict, stopped_by: Optional[str] = None) -> None:
     """The human summary on stderr, then the machine-readable one: strict JSON (null for a
     return that was never measured), the last line of stdout."""
-    from rlpipe.zoo._tail import format_summary, json_summary
+    from rlpipe.pipelines.tail import format_summary, json_summary
 
     sys.stdout.flush()
     print(format_summary(result, stopped_by), file=sys.stderr, flush=True)

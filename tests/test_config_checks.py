@@ -7,7 +7,7 @@ from rlpipe.config import ConfigError
 from rlpipe.config_checks import RANGES, ConfigRangeError, Range, check_config, rule_for
 from rlpipe.policies import (BCPolicy, DQNPolicy, IQLPolicy, PPOPolicy, SACPolicy, TD3BCPolicy,
                              TD3Policy)
-from rlpipe.zoo import _offpolicy, _onpolicy
+from rlpipe.pipelines import offpolicy as _offpolicy, onpolicy as _onpolicy
 
 POLICIES = (DQNPolicy, PPOPolicy, SACPolicy, TD3Policy, BCPolicy, IQLPolicy, TD3BCPolicy)
 

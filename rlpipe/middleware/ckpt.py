@@ -149,7 +149,7 @@ class CkptSaver:
     `extra_state`: a callable returning more state to save, or a plain dict. `resume_state`:
     a callable `fn(ctx) -> dict` called for the end-of-iteration files (iter/final, not
     best.pt), whose result is stored under "resume" (RNG states, where the env and buffer
-    states were written ...; see rlpipe.zoo._resume). `run_dir` defaults to `cfg.run_dir`.
+    states were written ...; see rlpipe.pipelines.resume). `run_dir` defaults to `cfg.run_dir`.
 
     DI-engine's current signature is accepted too: `CkptSaver(policy, save_dir, train_freq=100)`
     (or `save_dir=` by name) writes to `<save_dir>/ckpt/` with no config; an integral float

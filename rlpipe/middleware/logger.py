@@ -21,7 +21,7 @@ Non-finite and non-scalar values are skipped; numpy and torch scalars become flo
 with nothing to log write no row. Before a checkpoint saver declares a resumable checkpoint it
 emits `rlpipe.runs.CHECKPOINT_EVENT`: the logger then flushes and fsyncs the metrics file and
 TensorBoard, so the checkpoint covers every row up to it. A resumed run first cuts the files back
-to what its checkpoint covered (see rlpipe.zoo._resume), then appends on the same step axis
+to what its checkpoint covered (see rlpipe.pipelines.resume), then appends on the same step axis
 (TensorBoard events at or after the resumed step are purged from view).
 """
 from __future__ import annotations

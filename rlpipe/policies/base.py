@@ -179,8 +179,8 @@ class Policy(abc.ABC):
     space_hint: ClassVar[str] = ""
     # True when collect_mode.forward takes `eps` from an epsilon schedule (eps_greedy_handler).
     explores_with_eps: ClassVar[bool] = False
-    # The zoo pipeline that trains it (`rlpipe train --algo NAME --env ID`): "off-policy"
-    # (replay buffer, zoo/_offpolicy.py) or "on-policy" (rollouts and GAE, zoo/_onpolicy.py);
+    # The pipeline that trains it (`rlpipe train --algo NAME --env ID`): "off-policy" (replay
+    # buffer, pipelines/offpolicy.py) or "on-policy" (rollouts and GAE, pipelines/onpolicy.py);
     # "" for a policy that the zoo cannot train (e.g. RandomPolicy).
     pipeline: ClassVar[str] = ""
     # True for a policy with memory: its collect/eval faces take `state=` and `first=` and

@@ -21,7 +21,12 @@ An atomic write goes to a temporary file in the target's folder (named `.<name>.
 `is_temp_file`), is fsynced, and then renamed over the target.
 
 Modules: `_layout.py` (`RunDir`, the names), `_atomic.py` (atomic writes), `_signing.py` (the
-key and signature), `_verified.py` (`Verified`, `CheckpointError`).
+key and signature), `_verified.py` (`Verified`, `CheckpointError`). A run's lifecycle, imported
+from its module (this package does not load them): `create.py` (a new run folder, config.json,
+the log file), `guard.py` (claiming a folder, a run that failed before it started),
+`folder_errors.py` (an unwritable or full folder as one error), `resume_checks.py` (what
+`--resume` refuses), `seeds.py` (one run per seed). The resume state itself
+(`rlpipe.pipelines.resume`) sits above the middleware it loads checkpoints with.
 """
 from ._atomic import (PathLike, atomic_write, atomic_write_bytes, atomic_write_json,
                       atomic_write_text, fsync_dir, is_temp_file, sha256_file)

@@ -65,7 +65,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def cmd_seeds(args: argparse.Namespace) -> int:
-    from ._seeds import format_table, json_line, parse_seeds, run_seeds
+    from rlpipe.runs.seeds import format_table, json_line, parse_seeds, run_seeds
 
     if args.seeds is None:
         raise ValueError(f"--jobs {args.jobs} goes with --seeds (runs of several seeds at once); "

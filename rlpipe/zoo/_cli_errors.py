@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, Tuple
 
 from rlpipe.runs import BEST_CHECKPOINT, CheckpointError, RunDir
-from ._folder_errors import RunDirError, denied_reason, unwritable_folder
+from rlpipe.runs.folder_errors import RunDirError, denied_reason, unwritable_folder
 
 if TYPE_CHECKING:
     from rlpipe.envs import EnvFailureError

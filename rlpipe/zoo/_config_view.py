@@ -12,7 +12,7 @@ from rlpipe.standard_defaults import explicit_keys, standard_sources
 from ._generic import is_generic
 from ._meanings import config_meanings, describe_config
 from ._registry import _drop_stale_stop_value, _entry_to_train, get_entry
-from ._run import read_config
+from rlpipe.runs.create import read_config
 
 
 def show_config(name: Optional[str] = None, algo: Optional[str] = None,

@@ -11,8 +11,8 @@ from rlpipe.envs import EnvManager
 from rlpipe.middleware import evaluate_episodes, load_checkpoint
 from rlpipe.runs import BEST_CHECKPOINT, FINAL_CHECKPOINT, CheckpointError, RunDir
 
-from ._offpolicy import eval_env_kwargs, mask_settings
-from ._pipeline import make_policy
+from rlpipe.pipelines.offpolicy import eval_env_kwargs, mask_settings
+from rlpipe.pipelines.base import make_policy
 from ._registry import get_entry
 
 log = logging.getLogger(__name__)
@@ -74,9 +74,9 @@ def run_env(cfg: Any, n_envs: int, seed: int, policy_cls: Any = None) -> Any:
     """An env manager for a run's env, as its config makes it (kwargs, mode, action masks);
     for a multi-agent `policy_cls`, the manager its pipeline trains on."""
     if getattr(policy_cls, "multi_agent", False):
-        from ._onpolicy import _multi_agent_manager
+        from rlpipe.pipelines.onpolicy import multi_agent_manager
 
-        return _multi_agent_manager()(cfg.env.id, n_envs=n_envs, seed=seed, mode=cfg.env.mode,
+        return multi_agent_manager()(cfg.env.id, n_envs=n_envs, seed=seed, mode=cfg.env.mode,
                                       env_kwargs=eval_env_kwargs(cfg.env))
     return EnvManager(cfg.env.id, n_envs=n_envs, seed=seed, mode=cfg.env.mode,
                       env_kwargs=eval_env_kwargs(cfg.env), **mask_settings(cfg.env))

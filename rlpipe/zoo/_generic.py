@@ -154,7 +154,7 @@ def spaces_of(config: Mapping) -> Tuple[gym.Space, gym.Space]:
     """(observation space, action space) of a run config: its data set's, else its env's."""
     dataset_id = (config.get("dataset") or {}).get("id")
     if dataset_id:
-        from ._offline import spec_of
+        from rlpipe.pipelines.offline import spec_of
 
         spec = spec_of(dataset_id)
         return spec.observation_space, spec.action_space
@@ -218,22 +218,22 @@ def _resolver(pipeline: str) -> Callable[..., EasyDict]:
     """The resolve_config of `pipeline` ("offline" when the entry trains on a data set; an
     offline policy on an env trains online, off-policy)."""
     if pipeline == "on-policy":
-        from ._onpolicy import resolve_config
+        from rlpipe.pipelines.onpolicy import resolve_config
     elif pipeline == "offline":
-        from ._offline import resolve_config
+        from rlpipe.pipelines.offline import resolve_config
     else:
-        from ._offpolicy import resolve_config
+        from rlpipe.pipelines.offpolicy import resolve_config
     return resolve_config
 
 
 def _runner(pipeline: str) -> Callable[[Any, Any], Dict[str, Any]]:
     if pipeline == "on-policy":
-        from ._onpolicy import run_onpolicy
+        from rlpipe.pipelines.onpolicy import run_onpolicy
         return run_onpolicy
     if pipeline == "offline":
-        from ._offline import run_offline
+        from rlpipe.pipelines.offline import run_offline
         return run_offline
-    from ._offpolicy import run_offpolicy
+    from rlpipe.pipelines.offpolicy import run_offpolicy
     return run_offpolicy
 
 
@@ -335,7 +335,7 @@ def generic_name(algo: str, env_id: Optional[str], imports: Iterable[str] = (),
         check_single_agent(algo, cls, env_id, obs_space, action_space)
         check_fits(algo, cls, env_id, obs_space, action_space)
         return f"{canonical_algo(algo, cls)}{SEP}{env_id}", threshold
-    from ._offline import spec_of
+    from rlpipe.pipelines.offline import spec_of
 
     check_offline_capable(algo, cls)
     spec = spec_of(dataset)

@@ -135,9 +135,9 @@ def pipeline_graph(cfg: Any, policy_cls: Any, title: str = "pipeline") -> Pipeli
     on-policy); it is copied, with one env per env manager, no resume, and a temporary run
     folder so that the logger and checkpoint saver are part of the graph as in a real run.
     """
-    from ._offline import build_offline
-    from ._offpolicy import build_offpolicy
-    from ._onpolicy import build_onpolicy
+    from rlpipe.pipelines.offline import build_offline
+    from rlpipe.pipelines.offpolicy import build_offpolicy
+    from rlpipe.pipelines.onpolicy import build_onpolicy
 
     offpolicy = "replay" in cfg
     offline = "dataset" in cfg and not offpolicy

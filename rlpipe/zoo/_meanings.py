@@ -18,7 +18,7 @@ import textwrap
 import tokenize
 from typing import Any, Dict, List, Mapping
 
-from ._run_keys import RUN_KEYS
+from rlpipe.pipelines.run_keys import RUN_KEYS
 
 RUN_MEANINGS: Dict[str, str] = {
     **{key: meaning for key, (_, meaning) in RUN_KEYS.items()},

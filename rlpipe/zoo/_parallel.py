@@ -55,7 +55,7 @@ def role_main(name: str, plain_cfg: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     """What every actor runs: the zoo entry's main() on the rebuilt config, set for its role.
     Returns the learner's summary (with `collectors` and `collector_restarts`), else None."""
     from ._registry import get_entry
-    from ._run import attach_log_file
+    from rlpipe.runs.create import attach_log_file
 
     link = parallel.link()
     if link is None:

@@ -44,7 +44,7 @@ ENTRIES: Dict[str, str] = {
     "pendulum-novel-ppo-lstm": "rlpipe.zoo.pendulum_novel.ppo_lstm",
     "minigrid-memory-ppo-lstm": "rlpipe.zoo.minigrid.memory_ppo_lstm",
     "cartpole-novel-r2d2": "rlpipe.zoo.cartpole_novel.r2d2",
-    # offline: trained from a data set (PIPELINE = "offline"; see rlpipe/zoo/_recipes.py)
+    # offline: trained from a data set (PIPELINE = "offline"; see rlpipe/pipelines/recipes.py)
     "cartpole-bc": "rlpipe.zoo.cartpole.bc",
     "cartpole-cql": "rlpipe.zoo.cartpole.cql",
     "pendulum-bc": "rlpipe.zoo.pendulum.bc",
@@ -113,9 +113,9 @@ class Entry:
     def resolve(self, user: Optional[Mapping] = None, overrides: Iterable[str] = ()) -> EasyDict:
         """Policy defaults ← entry config ← `user` ← `--set` overrides."""
         if self.pipeline == "offline":
-            from ._offline import resolve_config
+            from rlpipe.pipelines.offline import resolve_config
         else:
-            from ._offpolicy import resolve_config
+            from rlpipe.pipelines.offpolicy import resolve_config
 
         # an entry module may bring its pipeline's own resolve_config (e.g. the on-policy one)
         resolve = getattr(self.module, "resolve_config", resolve_config)

@@ -15,7 +15,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional
 
 from rlpipe.config_checks import budget_warnings
 
-from ._folder_errors import run_folder_errors
+from rlpipe.runs.folder_errors import run_folder_errors
 from ._registry import Entry, _drop_stale_stop_value, _entry_to_train, get_entry
 
 
@@ -74,8 +74,8 @@ def _run(entry: Entry, cfg: Any, ray_address: Optional[str] = None,
     """Write config.json and the log, run the entry. A `fresh` run (not a resume) that fails
     before its first iteration leaves no half-made folder (`created`: this call made it);
     a run that fails later records the error in its log.txt."""
-    from ._run import attach_log_file, write_config
-    from ._run_guard import discard_unstarted, started
+    from rlpipe.runs.create import attach_log_file, write_config
+    from rlpipe.runs.guard import discard_unstarted, started
 
     os.makedirs(cfg.run_dir, exist_ok=True)
     write_config(cfg.run_dir, entry.name, cfg)
@@ -145,8 +145,8 @@ def train(name: Optional[str] = None, seed: int = 0, overrides: Iterable[str] = 
     `hub`: instead, the learner of a training on the hub of that name served on the cluster at
     `ray_address` (`rlpipe serve`), whose collectors `rlpipe worker` adds (rlpipe.zoo._cluster)."""
     from ._parallel import check_distributed
-    from ._run import new_run_dir
-    from ._run_guard import claim_run_dir
+    from rlpipe.runs.create import new_run_dir
+    from rlpipe.runs.guard import claim_run_dir
 
     entry = _entry_to_train(name, algo, env, list(imports), dataset)
     name = entry.name
@@ -203,7 +203,7 @@ def train(name: Optional[str] = None, seed: int = 0, overrides: Iterable[str] = 
 
 def _init_from_settings(entry: Entry, source: str, with_optim: bool) -> Dict[str, Any]:
     """The config of `--init-from SOURCE`: the checkpoint chosen (best.pt, else final.pt)."""
-    from ._init_from import pick_checkpoint
+    from rlpipe.pipelines.init_from import pick_checkpoint
 
     if entry.pipeline == "on-policy":
         raise ValueError(f"--init-from: {entry.name} is on-policy; --init-from starts "
@@ -218,8 +218,8 @@ def _check_init_from(entry: Entry, cfg: Any) -> None:
     from rlpipe.runs import RunDir
 
     from ._generic import spaces_of
-    from ._init_from import check_source
-    from ._run import read_config
+    from rlpipe.pipelines.init_from import check_source
+    from rlpipe.runs.create import read_config
 
     checkpoint = str(cfg.init_from)
     source_name, plain = read_config(str(RunDir.of_checkpoint(checkpoint).root))
@@ -244,10 +244,10 @@ def resume(run_dir: str, name: Optional[str] = None, overrides: Iterable[str] = 
     from rlpipe.middleware import load_checkpoint
 
     from ._parallel import check_distributed
-    from ._resume import prepare_resume
-    from ._resume_checks import check_budget_left, check_resume_overrides
-    from ._run import read_config
-    from ._run_guard import clear_outputs, has_checkpoint
+    from rlpipe.pipelines.resume import prepare_resume
+    from rlpipe.runs.resume_checks import check_budget_left, check_resume_overrides
+    from rlpipe.runs.create import read_config
+    from rlpipe.runs.guard import clear_outputs, has_checkpoint
 
     if not os.path.isdir(run_dir):
         raise FileNotFoundError(f"--resume {run_dir!r}: no such run folder; pass the folder that "

@@ -23,8 +23,8 @@ from rlpipe.envs._registry import resolve_env
 from rlpipe.middleware import evaluate_episodes, log_run_videos
 
 from ._evaluate import load_run
-from ._offpolicy import eval_env_kwargs, mask_settings
-from ._pipeline import make_policy
+from rlpipe.pipelines.offpolicy import eval_env_kwargs, mask_settings
+from rlpipe.pipelines.base import make_policy
 from ._registry import MissingDependencyError
 
 VIDEO_HINT = 'install it with: pip install "rlpipe[video]"'

@@ -27,7 +27,7 @@ from rlpipe.middleware import (StepCollector, gae_estimator, interaction_evaluat
                                load_checkpoint, multistep_trainer)
 from rlpipe.policies import (DQNPolicy, Policy, PPOPolicy, UnsupportedSpaceError, get_policy,
                              policy_names)
-from rlpipe.zoo._onpolicy import resolve_config, run_onpolicy
+from rlpipe.pipelines.onpolicy import resolve_config, run_onpolicy
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "new_algorithm.md"

@@ -15,7 +15,7 @@ import torch
 from rlpipe.middleware import load_checkpoint
 from rlpipe.runs import CheckpointError, RunDir
 from rlpipe.zoo import resume, train
-from rlpipe.zoo._resume import prepare_resume
+from rlpipe.pipelines.resume import prepare_resume
 
 from rlpipe.cli import main
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from rlpipe.runs import RunDir
-from rlpipe.zoo._resume import prepare_resume
+from rlpipe.pipelines.resume import prepare_resume
 
 from ._run import REPO, SMALL
 

@@ -126,7 +126,7 @@ def test_layer_norm_normalises_each_network_input():
 def test_zoo_builds_a_multi_agent_policy_from_the_manager_and_refuses_a_single_agent_env():
     from easydict import EasyDict
 
-    from rlpipe.zoo._pipeline import make_policy
+    from rlpipe.pipelines.base import make_policy
     cfg = EasyDict(seed=5, env={"id": "CartPole-v1"}, policy={"seed": None})
     env = FakeMultiAgentEnvManager(state=False)
     policy = make_policy(cfg, MAPPOPolicy, env)

@@ -61,7 +61,7 @@ def test_mappo_learns_the_best_valid_actions_through_the_pipeline():
 @pytest.mark.slow
 def test_zoo_on_policy_pipeline_trains_mappo_on_simple_spread():
     pytest.importorskip("mpe2")
-    from rlpipe.zoo._onpolicy import resolve_config, run_onpolicy
+    from rlpipe.pipelines.onpolicy import resolve_config, run_onpolicy
     cfg = resolve_config(MAPPOPolicy, {
         "env": {"id": "mpe2/simple_spread_v3", "n_envs": 4, "eval_n_envs": 2},
         "max_env_step": 800, "progress": False,

@@ -69,7 +69,7 @@ def lstm_ppo_batches(iterations: int, seed: int) -> list:
     zoo's on-policy exchange. Collectors return None."""
     from rlpipe.middleware import gae_estimator, multistep_trainer
     from rlpipe.policies import PPOLSTMPolicy
-    from rlpipe.zoo._onpolicy import _exchange, resolve_config
+    from rlpipe.pipelines.onpolicy import _exchange, resolve_config
 
     link = parallel.link()
     cfg = resolve_config(PPOLSTMPolicy, dict(policy=LSTM_PPO))

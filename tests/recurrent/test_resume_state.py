@@ -9,7 +9,7 @@ from rlpipe.engine import Task
 from rlpipe.envs import EnvManager
 from rlpipe.middleware import StepCollector
 from rlpipe.runs import RunDir, Verified
-from rlpipe.zoo._resume import RunState
+from rlpipe.pipelines.resume import RunState
 from tests.envs.env_fakes import CountingEnv
 
 from .fakes import CountingPolicy

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rlpipe.zoo import get_entry
-from rlpipe.zoo._offpolicy import eval_env_kwargs, make_envs
+from rlpipe.pipelines.offpolicy import eval_env_kwargs, make_envs
 
 needs_ale = pytest.mark.skipif(importlib.util.find_spec("ale_py") is None,
                                reason='ale-py not installed: pip install "rlpipe[atari]"')

@@ -9,7 +9,7 @@ from rlpipe.contexts import OnlineRLContext
 from rlpipe.envs import EnvManager
 from rlpipe.middleware import StepCollector
 from rlpipe.zoo import train
-from rlpipe.zoo._tail import format_summary
+from rlpipe.pipelines.tail import format_summary
 from tests.envs.env_fakes import CountingEnv
 from tests.middleware.fakes import FakeCollectPolicy
 from tests.recurrent.test_acting_state import cfg

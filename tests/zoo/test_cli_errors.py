@@ -166,7 +166,7 @@ def test_read_only_parent_folder(capsys, tmp_path):
 
 def test_full_disk_before_the_first_iteration_leaves_no_timestamp_folder(capsys, tmp_path,
                                                                          monkeypatch):
-    import rlpipe.zoo._run as run_module
+    import rlpipe.runs.create as run_module
 
     def full(run_dir, name, cfg):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC),
@@ -201,7 +201,7 @@ def test_full_disk_mid_run_keeps_the_run_and_says_which_folder(capsys, tmp_path,
 
 def test_resume_into_a_read_only_run_folder_is_one_line_and_touches_nothing(capsys, tmp_path,
                                                                           monkeypatch):
-    import rlpipe.zoo._run as run_module
+    import rlpipe.runs.create as run_module
 
     run_dir = tmp_path / "run"
     # 64 env steps, before min_samples: no update, just a run folder with final.pt
@@ -221,7 +221,7 @@ def test_resume_into_a_read_only_run_folder_is_one_line_and_touches_nothing(caps
 
 
 def test_only_errors_of_the_run_folder_become_run_folder_errors(tmp_path):
-    from rlpipe.zoo._folder_errors import RunDirError, run_folder_errors
+    from rlpipe.runs.folder_errors import RunDirError, run_folder_errors
 
     run_dir = str(tmp_path / "run")
     with pytest.raises(PermissionError) as info, run_folder_errors(run_dir, created=False):

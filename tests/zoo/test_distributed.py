@@ -13,7 +13,7 @@ from rlpipe.engine import parallel
 from rlpipe.middleware import load_checkpoint
 from rlpipe.zoo import get_entry, list_entries, resume, train
 from rlpipe.zoo._parallel import run_distributed
-from rlpipe.zoo._run import write_config
+from rlpipe.runs.create import write_config
 
 from . import distributed_mains
 from ._waiting import wait_for_periodic_checkpoint

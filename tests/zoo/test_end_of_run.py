@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from rlpipe.middleware import load_checkpoint, read_metrics
-from rlpipe.zoo._run import attach_log_file
-from rlpipe.zoo._tail import format_summary, json_summary
+from rlpipe.runs.create import attach_log_file
+from rlpipe.pipelines.tail import format_summary, json_summary
 
 ROOT = Path(__file__).resolve().parents[2]
 EVAL_LINE = re.compile(r"(final eval|eval) at train_iter (\d+), env_step (\d+): mean return "

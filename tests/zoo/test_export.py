@@ -13,7 +13,7 @@ from rlpipe.cli import main
 from rlpipe.zoo._evaluate import load_run, run_env
 from rlpipe.zoo._export_check import policy_obs, sample_inputs, sample_masks
 from rlpipe.zoo._export_face import input_specs
-from rlpipe.zoo._pipeline import make_policy
+from rlpipe.pipelines.base import make_policy
 
 REPO = str(pathlib.Path(__file__).resolve().parents[2])
 DICT_ENV = "tests.spaces.test_dict_obs_env:"

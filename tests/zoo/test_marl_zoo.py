@@ -14,7 +14,7 @@ from rlpipe.contexts import MultiAgentRLContext  # noqa: E402
 from rlpipe.middleware import load_checkpoint  # noqa: E402
 from rlpipe.policies import IPPOPolicy, MAPPOPolicy  # noqa: E402
 from rlpipe.zoo import get_entry, list_entries, resume, train  # noqa: E402
-from rlpipe.zoo._onpolicy import build_onpolicy  # noqa: E402
+from rlpipe.pipelines.onpolicy import build_onpolicy  # noqa: E402
 
 ENTRIES = {"simple-spread-mappo": MAPPOPolicy, "simple-spread-ippo": IPPOPolicy,
            "simple-spread-continuous-mappo": MAPPOPolicy}

@@ -5,7 +5,7 @@ import pytest
 
 from rlpipe.data import FrameReplayBuffer, PrioritizedFrameReplayBuffer, ReplayBuffer
 from rlpipe.policies import DQNPolicy
-from rlpipe.zoo._offpolicy import make_buffer, resolve_config
+from rlpipe.pipelines.offpolicy import make_buffer, resolve_config
 
 FRAMES = gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
 VECTOR = gym.spaces.Box(-1, 1, (4,), np.float32)

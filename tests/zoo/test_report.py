@@ -124,7 +124,7 @@ def test_seed_options_that_cannot_work_are_refused(capsys):
 
 
 def test_seed_list_parsing_and_the_childrens_command_line():
-    from rlpipe.zoo._seeds import child_argv, parse_seeds
+    from rlpipe.runs.seeds import child_argv, parse_seeds
 
     assert parse_seeds("0-4") == [0, 1, 2, 3, 4] and parse_seeds("1,5,9") == [1, 5, 9]
     assert parse_seeds("0-1,7") == [0, 1, 7]

@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 from rlpipe.cli import main
-from rlpipe.zoo._run import new_run_dir
+from rlpipe.runs.create import new_run_dir
 
 SHORT = ["--max-env-steps", "200", "--no-progress", "--set", "policy.eval.evaluator.n_episode=2",
          "--set", "env.n_envs=2", "--set", "env.eval_n_envs=2"]

@@ -60,7 +60,7 @@ def test_every_config_key_has_a_meaning(name):
 
 
 def test_every_run_defaults_key_has_a_meaning_and_no_meaning_is_stale():
-    from rlpipe.zoo import _offline, _offpolicy, _onpolicy
+    from rlpipe.pipelines import offline as _offline, offpolicy as _offpolicy, onpolicy as _onpolicy
     from rlpipe.zoo._meanings import RUN_MEANINGS, leaf_keys
 
     keys = set().union(*(leaf_keys(m.RUN_DEFAULTS) for m in (_offpolicy, _onpolicy, _offline)))
@@ -69,9 +69,9 @@ def test_every_run_defaults_key_has_a_meaning_and_no_meaning_is_stale():
 
 
 def test_a_pipelines_run_defaults_are_the_one_table_less_what_it_lacks():
-    from rlpipe.zoo import _offline, _offpolicy, _onpolicy
+    from rlpipe.pipelines import offline as _offline, offpolicy as _offpolicy, onpolicy as _onpolicy
     from rlpipe.zoo._meanings import leaf_keys
-    from rlpipe.zoo._run_keys import RUN_KEYS, run_defaults
+    from rlpipe.pipelines.run_keys import RUN_KEYS, run_defaults
 
     for module in (_offpolicy, _onpolicy, _offline):
         for key in leaf_keys(module.RUN_DEFAULTS):

@@ -7,8 +7,8 @@ Train on another data set with `--set dataset.id=ID`. The default data set is ma
 from typing import Any, Dict
 
 from rlpipe.policies import BCPolicy
-from rlpipe.zoo._offline import resolve_config, run_offline
-from rlpipe.zoo._recipes import recipe_text
+from rlpipe.pipelines.offline import resolve_config, run_offline
+from rlpipe.pipelines.recipes import recipe_text
 
 POLICY = BCPolicy
 PIPELINE = "offline"

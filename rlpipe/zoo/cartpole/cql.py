@@ -8,8 +8,8 @@ set is made by:
 from typing import Any, Dict
 
 from rlpipe.policies import DiscreteCQLPolicy
-from rlpipe.zoo._offline import resolve_config, run_offline
-from rlpipe.zoo._recipes import recipe_text
+from rlpipe.pipelines.offline import resolve_config, run_offline
+from rlpipe.pipelines.recipes import recipe_text
 
 POLICY = DiscreteCQLPolicy
 PIPELINE = "offline"

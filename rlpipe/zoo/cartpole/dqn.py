@@ -6,7 +6,7 @@ target copied after every burst of 128 updates per 256 env steps, eps 1 → 0.04
 from typing import Any, Dict
 
 from rlpipe.policies import DQNPolicy
-from rlpipe.zoo._offpolicy import resolve_config, run_offpolicy
+from rlpipe.pipelines.offpolicy import resolve_config, run_offpolicy
 
 POLICY = DQNPolicy
 

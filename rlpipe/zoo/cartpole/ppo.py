@@ -7,7 +7,7 @@ benchmarks/solve_rate.py measures it over seeds.
 from typing import Any, Dict
 
 from rlpipe.policies import PPOPolicy
-from rlpipe.zoo._onpolicy import resolve_config, run_onpolicy
+from rlpipe.pipelines.onpolicy import resolve_config, run_onpolicy
 
 POLICY = PPOPolicy
 

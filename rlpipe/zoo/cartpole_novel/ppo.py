@@ -9,7 +9,7 @@ import copy
 from typing import Any, Dict
 
 from rlpipe.policies import PPOPolicy
-from rlpipe.zoo._onpolicy import resolve_config, run_onpolicy
+from rlpipe.pipelines.onpolicy import resolve_config, run_onpolicy
 from rlpipe.zoo.cartpole import ppo as cartpole_ppo
 
 POLICY = PPOPolicy

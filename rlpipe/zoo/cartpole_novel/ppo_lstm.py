@@ -12,7 +12,7 @@ rollout (chunk_len 32 = the rollout length). benchmarks/recurrent.py measures it
 from typing import Any, Dict
 
 from rlpipe.policies import PPOLSTMPolicy
-from rlpipe.zoo._onpolicy import resolve_config, run_onpolicy
+from rlpipe.pipelines.onpolicy import resolve_config, run_onpolicy
 
 POLICY = PPOLSTMPolicy
 

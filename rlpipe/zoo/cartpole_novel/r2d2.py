@@ -9,7 +9,7 @@ prioritization (α 0.9, β 0.6, η 0.9) and value rescaling. See docs/recurrent.
 from typing import Any, Dict
 
 from rlpipe.policies import R2D2Policy
-from rlpipe.zoo._offpolicy import resolve_config, run_offpolicy
+from rlpipe.pipelines.offpolicy import resolve_config, run_offpolicy
 
 POLICY = R2D2Policy
 

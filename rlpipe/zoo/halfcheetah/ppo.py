@@ -10,7 +10,7 @@ initialisation.
 from typing import Any, Dict
 
 from rlpipe.policies import PPOPolicy
-from rlpipe.zoo._onpolicy import resolve_config, run_onpolicy
+from rlpipe.pipelines.onpolicy import resolve_config, run_onpolicy
 
 POLICY = PPOPolicy
 REQUIRES = {"mujoco": "mujoco"}  # import name -> rlpipe extra

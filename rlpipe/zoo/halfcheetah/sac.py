@@ -9,7 +9,7 @@ import copy
 from typing import Any, Dict
 
 from rlpipe.policies import SACPolicy
-from rlpipe.zoo._offpolicy import resolve_config, run_offpolicy
+from rlpipe.pipelines.offpolicy import resolve_config, run_offpolicy
 from rlpipe.zoo.hopper import sac as hopper_sac
 
 POLICY = SACPolicy

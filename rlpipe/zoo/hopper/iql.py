@@ -9,8 +9,8 @@ set (D4RL-style medium) is made by:
 from typing import Any, Dict
 
 from rlpipe.policies import IQLPolicy
-from rlpipe.zoo._offline import resolve_config, run_offline
-from rlpipe.zoo._recipes import recipe_text
+from rlpipe.pipelines.offline import resolve_config, run_offline
+from rlpipe.pipelines.recipes import recipe_text
 
 POLICY = IQLPolicy
 PIPELINE = "offline"

@@ -7,7 +7,7 @@ rl-zoo3's run of these settings scores 2,326 after 1M env steps (Hopper-v3).
 from typing import Any, Dict
 
 from rlpipe.policies import SACPolicy
-from rlpipe.zoo._offpolicy import resolve_config, run_offpolicy
+from rlpipe.pipelines.offpolicy import resolve_config, run_offpolicy
 
 POLICY = SACPolicy
 REQUIRES = {"mujoco": "mujoco"}  # import name -> rlpipe extra

@@ -9,7 +9,7 @@ reports 3,564 (Table 1, max over 1M steps).
 from typing import Any, Dict
 
 from rlpipe.policies import TD3Policy
-from rlpipe.zoo._offpolicy import resolve_config, run_offpolicy
+from rlpipe.pipelines.offpolicy import resolve_config, run_offpolicy
 
 POLICY = TD3Policy
 REQUIRES = {"mujoco": "mujoco"}  # import name -> rlpipe extra

@@ -7,8 +7,8 @@ another data set with `--set dataset.id=ID`. The default data set (D4RL-style me
 from typing import Any, Dict
 
 from rlpipe.policies import TD3BCPolicy
-from rlpipe.zoo._offline import resolve_config, run_offline
-from rlpipe.zoo._recipes import recipe_text
+from rlpipe.pipelines.offline import resolve_config, run_offline
+from rlpipe.pipelines.recipes import recipe_text
 
 POLICY = TD3BCPolicy
 PIPELINE = "offline"

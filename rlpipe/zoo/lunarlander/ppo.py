@@ -6,7 +6,7 @@ minibatches of 64, 4 epochs, gamma 0.999, GAE lambda 0.98, entropy bonus 0.01).
 from typing import Any, Dict
 
 from rlpipe.policies import PPOPolicy
-from rlpipe.zoo._onpolicy import resolve_config, run_onpolicy
+from rlpipe.pipelines.onpolicy import resolve_config, run_onpolicy
 
 POLICY = PPOPolicy
 REQUIRES = {"Box2D": "box2d"}  # import name -> rlpipe extra

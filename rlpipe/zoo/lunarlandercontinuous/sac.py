@@ -7,7 +7,7 @@ hundreds of thousands of env steps, far beyond the test suite's budget.
 from typing import Any, Dict
 
 from rlpipe.policies import SACPolicy
-from rlpipe.zoo._offpolicy import resolve_config, run_offpolicy
+from rlpipe.pipelines.offpolicy import resolve_config, run_offpolicy
 
 POLICY = SACPolicy
 REQUIRES = {"Box2D": "box2d"}  # import name -> rlpipe extra

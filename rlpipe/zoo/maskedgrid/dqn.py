@@ -7,7 +7,7 @@ hides the mask: the agent then has to learn the walls from the −1 of an invali
 from typing import Any, Dict
 
 from rlpipe.policies import DQNPolicy
-from rlpipe.zoo._offpolicy import resolve_config, run_offpolicy
+from rlpipe.pipelines.offpolicy import resolve_config, run_offpolicy
 
 POLICY = DQNPolicy
 

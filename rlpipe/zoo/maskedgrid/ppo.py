@@ -7,7 +7,7 @@ the agent then has to learn the walls from the −1 of an invalid move.
 from typing import Any, Dict
 
 from rlpipe.policies import PPOPolicy
-from rlpipe.zoo._onpolicy import resolve_config, run_onpolicy
+from rlpipe.pipelines.onpolicy import resolve_config, run_onpolicy
 
 POLICY = PPOPolicy
 

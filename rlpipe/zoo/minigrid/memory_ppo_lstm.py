@@ -11,7 +11,7 @@ units shared by actor and critic, and truncated BPTT over chunks of 32 steps.
 from typing import Any, Dict
 
 from rlpipe.policies import PPOLSTMPolicy
-from rlpipe.zoo._onpolicy import resolve_config, run_onpolicy
+from rlpipe.pipelines.onpolicy import resolve_config, run_onpolicy
 
 POLICY = PPOLSTMPolicy
 REQUIRES = {"minigrid": "minigrid"}  # import name -> rlpipe extra

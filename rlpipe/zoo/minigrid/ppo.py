@@ -12,7 +12,7 @@ grid.
 from typing import Any, Dict
 
 from rlpipe.policies import PPOPolicy
-from rlpipe.zoo._onpolicy import resolve_config, run_onpolicy
+from rlpipe.pipelines.onpolicy import resolve_config, run_onpolicy
 
 POLICY = PPOPolicy
 REQUIRES = {"minigrid": "minigrid"}  # import name -> rlpipe extra

@@ -17,7 +17,7 @@ so the team return (the sum over walkers) of uniform random torques is about −
 from typing import Any, Dict
 
 from rlpipe.policies import MAPPOPolicy
-from rlpipe.zoo._onpolicy import resolve_config, run_onpolicy
+from rlpipe.pipelines.onpolicy import resolve_config, run_onpolicy
 
 # what env.id names: a picklable "module:factory" string (the module imports PettingZoo, so the
 # entry names it instead of importing it: listing the zoo needs no optional package)

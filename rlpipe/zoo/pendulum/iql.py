@@ -14,8 +14,8 @@ docs/offline.md "Results"). 8 000 updates. Train on another data set with
 from typing import Any, Dict
 
 from rlpipe.policies import IQLPolicy
-from rlpipe.zoo._offline import resolve_config, run_offline
-from rlpipe.zoo._recipes import recipe_text
+from rlpipe.pipelines.offline import resolve_config, run_offline
+from rlpipe.pipelines.recipes import recipe_text
 
 POLICY = IQLPolicy
 PIPELINE = "offline"

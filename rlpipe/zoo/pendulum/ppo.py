@@ -7,7 +7,7 @@ truncated at 200 steps, so the truncation bootstrap from the final observation m
 from typing import Any, Dict
 
 from rlpipe.policies import PPOPolicy
-from rlpipe.zoo._onpolicy import resolve_config, run_onpolicy
+from rlpipe.pipelines.onpolicy import resolve_config, run_onpolicy
 
 POLICY = PPOPolicy
 

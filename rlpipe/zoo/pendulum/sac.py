@@ -6,7 +6,7 @@ warm-up steps, Adam at 1e-3 (as rl-zoo's tuned Pendulum SAC); see docs/algorithm
 from typing import Any, Dict
 
 from rlpipe.policies import SACPolicy
-from rlpipe.zoo._offpolicy import resolve_config, run_offpolicy
+from rlpipe.pipelines.offpolicy import resolve_config, run_offpolicy
 
 POLICY = SACPolicy
 

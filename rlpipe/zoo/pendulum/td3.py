@@ -6,7 +6,7 @@ warm-up steps, exploration noise 0.1 of the half-range; see docs/algorithms.md.
 from typing import Any, Dict
 
 from rlpipe.policies import TD3Policy
-from rlpipe.zoo._offpolicy import resolve_config, run_offpolicy
+from rlpipe.pipelines.offpolicy import resolve_config, run_offpolicy
 
 POLICY = TD3Policy
 

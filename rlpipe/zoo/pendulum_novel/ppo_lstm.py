@@ -12,7 +12,7 @@ rewards by 0.1 as pendulum-ppo does, and give the run 200k steps.
 from typing import Any, Dict
 
 from rlpipe.policies import PPOLSTMPolicy
-from rlpipe.zoo._onpolicy import resolve_config, run_onpolicy
+from rlpipe.pipelines.onpolicy import resolve_config, run_onpolicy
 
 POLICY = PPOLSTMPolicy
 

@@ -7,7 +7,7 @@ from typing import Any, Dict
 
 from rlpipe.policies import DQNPolicy
 from rlpipe.zoo._atari_settings import dqn_config
-from rlpipe.zoo._offpolicy import resolve_config, run_offpolicy
+from rlpipe.pipelines.offpolicy import resolve_config, run_offpolicy
 
 POLICY = DQNPolicy
 REQUIRES = {"ale_py": "atari"}

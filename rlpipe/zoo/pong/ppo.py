@@ -7,7 +7,7 @@ from typing import Any, Dict
 
 from rlpipe.policies import PPOPolicy
 from rlpipe.zoo._atari_settings import ppo_config
-from rlpipe.zoo._onpolicy import resolve_config, run_onpolicy
+from rlpipe.pipelines.onpolicy import resolve_config, run_onpolicy
 
 POLICY = PPOPolicy
 REQUIRES = {"ale_py": "atari"}

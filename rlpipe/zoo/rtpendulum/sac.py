@@ -20,7 +20,7 @@ from typing import Any, Dict
 
 from rlpipe.middleware import overrun_meter
 from rlpipe.policies import SACPolicy
-from rlpipe.zoo._offpolicy import resolve_config, run_offpolicy
+from rlpipe.pipelines.offpolicy import resolve_config, run_offpolicy
 from rlpipe.zoo.pendulum import sac as pendulum_sac
 
 POLICY = SACPolicy
@@ -39,7 +39,7 @@ config["policy"]["eval"] = dict(evaluator=dict(eval_freq=1000, n_episode=5))
 
 
 def main(cfg: Any) -> Dict[str, Any]:
-    return run_offpolicy(cfg, SACPolicy, extra=(overrun_meter(),))
+    return run_offpolicy(cfg, SACPolicy, after_learner=[overrun_meter()])
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ early is `multiwalker-mappo` (SISL, Box2D)."""
 from typing import Any, Dict
 
 from rlpipe.policies import MAPPOPolicy
-from rlpipe.zoo._onpolicy import resolve_config, run_onpolicy
+from rlpipe.pipelines.onpolicy import resolve_config, run_onpolicy
 
 from ._common import REQUIRES, spread_config
 

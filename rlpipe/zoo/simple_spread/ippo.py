@@ -3,7 +3,7 @@ observation (de Witt et al. 2020; parameters shared, with an agent id)."""
 from typing import Any, Dict
 
 from rlpipe.policies import IPPOPolicy
-from rlpipe.zoo._onpolicy import resolve_config, run_onpolicy
+from rlpipe.pipelines.onpolicy import resolve_config, run_onpolicy
 
 from ._common import REQUIRES, spread_config
 

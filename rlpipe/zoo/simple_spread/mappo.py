@@ -4,7 +4,7 @@ and a centralised critic on the env's global state; Yu et al. 2022's MPE setting
 from typing import Any, Dict
 
 from rlpipe.policies import MAPPOPolicy
-from rlpipe.zoo._onpolicy import resolve_config, run_onpolicy
+from rlpipe.pipelines.onpolicy import resolve_config, run_onpolicy
 
 from ._common import REQUIRES, spread_config
 

@@ -1,6 +1,6 @@
 """A zoo entry that trains on a data set, as an offline entry module is written."""
 from rlpipe.policies import DQNPolicy
-from rlpipe.zoo._offline import run_offline
+from rlpipe.pipelines.offline import run_offline
 
 POLICY = DQNPolicy
 PIPELINE = "offline"

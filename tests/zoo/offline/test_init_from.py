@@ -14,7 +14,7 @@ from rlpipe.policies import DQNPolicy
 from rlpipe.runs import CheckpointError, RunDir
 from rlpipe.standard_defaults import standard_config
 from rlpipe.zoo import train
-from rlpipe.zoo._init_from import init_policy, pick_checkpoint
+from rlpipe.pipelines.init_from import init_policy, pick_checkpoint
 
 from .datasets import cartpole_data, pendulum_data
 

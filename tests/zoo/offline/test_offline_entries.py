@@ -11,7 +11,7 @@ from rlpipe.cli import main
 from rlpipe.data import load_dataset
 from rlpipe.runs import RunDir
 from rlpipe.zoo import get_entry, list_entries
-from rlpipe.zoo._recipes import RECIPES
+from rlpipe.pipelines.recipes import RECIPES
 
 from .datasets import cartpole_data, pendulum_data
 

@@ -1,4 +1,4 @@
-"""The off-policy pipeline shared by the zoo's DQN (and later SAC/TD3) entries."""
+"""The off-policy pipeline (DQN, SAC, TD3, R2D2): collect into a replay buffer, learn from it."""
 from __future__ import annotations
 
 from typing import Any, Dict, Mapping, Optional, Sequence
@@ -16,11 +16,12 @@ from rlpipe.middleware import (OffPolicyLearner, StepCollector, data_pusher, eps
                                interaction_evaluator, nstep_reward_enhancer)
 from rlpipe.middleware.exchange import Exchange
 
-from ._pipeline import DataPath, Pipeline, closed_on_error, make_policy, run_pipeline
-from ._resume import RunState, resumed_context
-from ._run_keys import run_defaults
-from ._sequence import sequence_data
-from ._tail import use_run_tail
+from .base import (DataPath, Pipeline, closed_on_error, make_policy, named_point,
+                   run_pipeline)
+from .resume import RunState, resumed_context
+from .run_keys import run_defaults
+from .sequence import sequence_data
+from .tail import run_tail
 
 RUN_DEFAULTS: Dict[str, Any] = run_defaults(without=("dataset", "logger.train_show_freq"))
 
@@ -129,11 +130,17 @@ def transition_data(cfg: Any, collector: Any) -> DataPath:
 
 
 def build_offpolicy(cfg: Any, policy_cls: Any, compressor: Any = None,
-                    decompressor: Any = None, extra: Sequence[Any] = ()) -> Pipeline:
+                    decompressor: Any = None, after_collector: Sequence[Any] = (),
+                    after_learner: Sequence[Any] = ()) -> Pipeline:
     """Envs, policy, buffer, collector and (resumed) context of the off-policy pipeline, and
     its middleware in the order of DI-engine's middleware guide; nothing runs yet. A recurrent
-    policy (R2D2) learns from sequences (zoo/_sequence.py) instead of transitions. `extra`:
-    middleware used after the learner (before the exchange's send and the logger)."""
+    policy (R2D2) learns from sequences (pipelines/sequence.py) instead of transitions.
+
+    Named points to add middleware at, each a list used in order: `after_collector` (they see
+    this iteration's `ctx.trajectories` before the buffer does: reward shaping, filters) and
+    `after_learner` (after the updates, before the exchange's send and the run's tail)."""
+    after_collector = named_point("after_collector", after_collector)
+    after_learner = named_point("after_learner", after_learner)
     collector_env, evaluator_env = envs = make_envs(cfg)
     with closed_on_error(envs):
         policy = make_policy(cfg, policy_cls, collector_env)
@@ -154,13 +161,15 @@ def build_offpolicy(cfg: Any, policy_cls: Any, compressor: Any = None,
         if getattr(policy_cls, "explores_with_eps", False):  # DQN; SAC/TD3 explore alone
             task.use(eps_greedy_handler(cfg))
         task.use(collector)
+        for middleware in after_collector:
+            task.use(middleware)
         data.install(task)
         task.use(OffPolicyLearner(cfg, policy.learn_mode, data.buffer, fetcher=data.fetcher))
-        for middleware in extra:
+        for middleware in after_learner:
             task.use(middleware)
         if exchange is not None:
             task.use(exchange.send)
-        use_run_tail(task, cfg, policy, run_state)
+        run_tail(task, cfg, policy, run_state)
 
     rule = (f"whole vector steps of {collector_env.n_envs} envs" if budget is not None
             else "whole collections")
@@ -168,10 +177,12 @@ def build_offpolicy(cfg: Any, policy_cls: Any, compressor: Any = None,
 
 
 def run_offpolicy(cfg: Any, policy_cls: Any, compressor: Any = None,
-                  decompressor: Any = None, extra: Sequence[Any] = ()) -> Dict[str, Any]:
+                  decompressor: Any = None, after_collector: Sequence[Any] = (),
+                  after_learner: Sequence[Any] = ()) -> Dict[str, Any]:
     """Train `policy_cls` with the pipeline of DI-engine's middleware guide; return a summary.
 
     In an actor of a distributed run (`parallel.link()` is set) the exchange middleware connect
-    it to the others (`compressor`/`decompressor`: optional functions on the trajectories)."""
+    it to the others (`compressor`/`decompressor`: optional functions on the trajectories).
+    `after_collector`, `after_learner`: middleware added at those points (`build_offpolicy`)."""
     return run_pipeline(cfg, lambda: build_offpolicy(cfg, policy_cls, compressor, decompressor,
-                                                     extra))
+                                                     after_collector, after_learner))

@@ -1,9 +1,9 @@
-"""The on-policy pipeline shared by the zoo's PPO entries (seed 003's on-policy form)."""
+"""The on-policy pipeline (PPO, MAPPO, recurrent PPO): collect a rollout, GAE, learn from it."""
 from __future__ import annotations
 
 import functools
 import logging
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional, Sequence
 
 from easydict import EasyDict
 
@@ -15,11 +15,11 @@ from rlpipe.middleware import (StepCollector, gae_estimator, interaction_evaluat
                                multistep_trainer)
 from rlpipe.middleware.exchange import Exchange
 
-from ._offpolicy import make_envs
-from ._pipeline import Pipeline, closed_on_error, make_policy, run_pipeline
-from ._resume import RunState, resumed_context
-from ._run_keys import run_defaults
-from ._tail import use_run_tail
+from .offpolicy import make_envs
+from .base import Pipeline, closed_on_error, make_policy, named_point, run_pipeline
+from .resume import RunState, resumed_context
+from .run_keys import run_defaults
+from .tail import run_tail
 
 log = logging.getLogger("rlpipe")
 
@@ -52,11 +52,18 @@ def resolve_config(policy_cls: Any, entry_config: Mapping,
     return check_config(cfg)
 
 
-def build_onpolicy(cfg: Any, policy_cls: Any) -> Pipeline:
+def build_onpolicy(cfg: Any, policy_cls: Any, after_collector: Sequence[Any] = (),
+                   after_learner: Sequence[Any] = ()) -> Pipeline:
     """Envs, policy, collector and (resumed) context of the on-policy pipeline, and its
-    middleware: evaluator → StepCollector → gae_estimator → multistep_trainer → the run's tail."""
+    middleware: evaluator → StepCollector → gae_estimator → multistep_trainer → the run's tail.
+
+    Named points to add middleware at, each a list used in order: `after_collector` (they see
+    the rollout, `ctx.trajectories`, before GAE does: reward shaping) and `after_learner`
+    (after the updates, before the exchange's send and the run's tail)."""
+    after_collector = named_point("after_collector", after_collector)
+    after_learner = named_point("after_learner", after_learner)
     multi_agent = bool(getattr(policy_cls, "multi_agent", False))
-    manager = _multi_agent_manager() if multi_agent else EnvManager
+    manager = multi_agent_manager() if multi_agent else EnvManager
     collector_env, evaluator_env = envs = make_envs(cfg, manager)
     with closed_on_error(envs):
         policy = make_policy(cfg, policy_cls, collector_env)
@@ -75,11 +82,15 @@ def build_onpolicy(cfg: Any, policy_cls: Any) -> Pipeline:
             task.use(exchange.receive)
         task.use(interaction_evaluator(cfg, policy.eval_mode, evaluator_env))
         task.use(collector)
+        for middleware in after_collector:
+            task.use(middleware)
         task.use(gae_estimator(cfg, policy.collect_mode))
         task.use(multistep_trainer(cfg, policy.learn_mode))
+        for middleware in after_learner:
+            task.use(middleware)
         if exchange is not None:
             task.use(exchange.send)
-        use_run_tail(task, cfg, policy, run_state)
+        run_tail(task, cfg, policy, run_state)
 
     return Pipeline(ctx, install, envs, _rollout_rule(cfg, collector_env.n_envs))
 
@@ -120,7 +131,7 @@ def _agents_context(env: Any) -> Any:
     return functools.partial(MultiAgentRLContext, agents=list(env.agents))
 
 
-def _multi_agent_manager() -> Any:
+def multi_agent_manager() -> Any:
     """make_envs' manager for multi-agent policies: rlpipe.envs.MultiAgentEnvManager, given the
     env section's settings it takes (mode "auto" is "sync": PettingZoo envs are cheap steps)."""
     from rlpipe.envs import MultiAgentEnvManager
@@ -133,7 +144,10 @@ def _multi_agent_manager() -> Any:
     return manager
 
 
-def run_onpolicy(cfg: Any, policy_cls: Any) -> Dict[str, Any]:
+def run_onpolicy(cfg: Any, policy_cls: Any, after_collector: Sequence[Any] = (),
+                 after_learner: Sequence[Any] = ()) -> Dict[str, Any]:
     """Train `policy_cls` with StepCollector → gae_estimator → multistep_trainer; return a summary
-    with the keys of `run_offpolicy`'s."""
-    return run_pipeline(cfg, lambda: build_onpolicy(cfg, policy_cls))
+    with the keys of `run_offpolicy`'s. `after_collector`, `after_learner`: middleware added at
+    those points (`build_onpolicy`)."""
+    return run_pipeline(cfg, lambda: build_onpolicy(cfg, policy_cls, after_collector,
+                                                    after_learner))

@@ -12,7 +12,7 @@ from typing import Any, Dict
 from rlpipe.data import SequenceReplayBuffer, UpdateSchedule
 from rlpipe.middleware import SequenceAdding, sequence_fetcher, sequence_pusher
 
-from ._pipeline import DataPath
+from .base import DataPath
 
 ADDER_KEY = "sequence_adder"
 

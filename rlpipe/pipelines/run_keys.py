@@ -1,4 +1,4 @@
-"""The run sections of a zoo run's config (everything but `policy`): each key's default and
+"""The run sections of a run's config (everything but `policy`): each key's default and
 meaning, in one table.
 
 `RUN_KEYS` holds every run key (dotted) with its default and what it means, in the order
@@ -93,7 +93,7 @@ def run_defaults(without: Iterable[str] = (),
                      - {key.split(".")[0] for key in RUN_KEYS})
     if unknown:
         raise KeyError(f"run_defaults: {unknown} are no run keys; RUN_KEYS in "
-                       f"rlpipe/zoo/_run_keys.py lists them")
+                       f"rlpipe/pipelines/run_keys.py lists them")
     out: Dict[str, Any] = {}
     for key, (default, _) in RUN_KEYS.items():
         if key in without or key.split(".")[0] in without:

@@ -1,4 +1,7 @@
-"""The end of every zoo pipeline: when to stop, what to record, and the run's summary."""
+"""The end of every pipeline: when to stop, what to record, and the run's summary.
+
+`run_tail` is the run's tail as middleware; `summary` is what a run returns, `format_summary`
+and `json_summary` how `rlpipe train` prints it."""
 from __future__ import annotations
 
 import logging
@@ -16,9 +19,9 @@ JSON_KEYS = ("eval_value", "best_eval_value", "final_eval_iter", "solved", "env_
 """The keys of the summary's JSON line (`rlpipe train` prints it last on stdout)."""
 
 
-def use_run_tail(task: Any, cfg: Any, policy: Any, run_state: Any) -> None:
-    """termination_checker, the final evaluation, then (with a run folder) logger and
-    checkpoints, then the bar (on a Ray learner: `report_progress`, the driver draws the bar):
+def run_tail(task: Any, cfg: Any, policy: Any, run_state: Any = None) -> None:
+    """`task.use(...)` the run's tail: termination_checker, the final evaluation, then (with a
+    run folder) logger and checkpoints, then the bar (on a Ray learner: `report_progress`, the driver draws the bar):
     the logger, best.pt and the bar see the final evaluation."""
     task.use(termination_checker(max_env_step=cfg.get("max_env_step"),  # none offline
                                  max_train_iter=cfg.max_train_iter,

@@ -1,18 +1,15 @@
-"""A run: its folder, resolved config, log file and seeds."""
+"""A new run: its folder, its resolved config (config.json) and its log file."""
 from __future__ import annotations
 
 import datetime
 import json
 import logging
 import pathlib
-import random
 from typing import Any, Mapping, Optional
 
-import numpy as np
-import torch
-
 from rlpipe.config import to_plain
-from rlpipe.runs import RunDir
+
+from ._layout import RunDir
 
 log = logging.getLogger("rlpipe")
 
@@ -64,13 +61,6 @@ def attach_log_file(run_dir: str) -> Optional[logging.Handler]:
     if root.level == logging.NOTSET or root.level > logging.INFO:
         root.setLevel(logging.INFO)
     return handler
-
-
-def seed_everything(seed: int) -> None:
-    """Seed Python, NumPy and torch for a reproducible run."""
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
 
 
 def describe(cfg: Any) -> str:

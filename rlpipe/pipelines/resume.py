@@ -60,7 +60,7 @@ def set_rng_state(state: Dict[str, Any]) -> None:
 
 
 class RunState:
-    """Writes and restores the resume state of an off-policy, on-policy or offline zoo
+    """Writes and restores the resume state of an off-policy, on-policy or offline
     pipeline (offline: no collector and its env, a `dataset` instead of a buffer)."""
 
     def __init__(self, run_dir: str, collector_env: Any, evaluator_env: Any, collector: Any,
@@ -177,11 +177,11 @@ def resumed_context(cfg: Any, policy: Any, run_state: Optional[RunState],
     """A fresh context (`ctx_cls()`, default OnlineRLContext), or — when `cfg.resume_from` names
     a checkpoint — the context after the checkpoint's iteration, with policy, envs, buffer (or
     data set) and RNGs restored. A new run with `cfg.init_from` starts from that checkpoint's
-    weights (`_init_from.py`)."""
+    weights (`init_from.py`)."""
     from rlpipe.contexts import OnlineRLContext
     from rlpipe.middleware.ckpt import load_verified
 
-    from ._init_from import init_policy
+    from .init_from import init_policy
 
     ctx = (ctx_cls or OnlineRLContext)()
     if not cfg.resume_from:

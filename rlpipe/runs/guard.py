@@ -14,7 +14,7 @@ import logging
 import pathlib
 import shutil
 
-from rlpipe.runs import RunDir
+from ._layout import RunDir
 
 log = logging.getLogger("rlpipe")
 

@@ -2,7 +2,7 @@
 names the folder and the OS error, and a folder this run created is not left half-made.
 
 Every other exception that leaves a run gets the folder as its `run_dir` attribute, so the
-command line can name the checkpoint to resume from (see `rlpipe.zoo._cli_errors`).
+command line can name the checkpoint to resume from.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 from typing import Iterator, Optional
 
-from rlpipe.runs import RunDir
+from ._layout import RunDir
 
 __all__ = ["RunDirError", "run_folder_errors", "unwritable_folder"]
 

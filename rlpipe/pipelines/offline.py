@@ -1,6 +1,6 @@
 """The offline pipeline: train a policy from a fixed data set, evaluate it in its env.
 
-On an `OfflineRLContext`, the offline form of seed 003's pipeline:
+On an `OfflineRLContext`, the offline form of the off-policy pipeline:
 
     interaction_evaluator → offline_data_fetcher → trainer → the run's tail (termination at
     max_train_iter, final evaluation, logger, CkptSaver, progress bar over train_iter)
@@ -21,7 +21,7 @@ single-process run; the evaluator process evaluates the newest weights it finds.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional, Sequence
 
 from easydict import EasyDict
 
@@ -34,11 +34,11 @@ from rlpipe.envs import EnvManager
 from rlpipe.middleware import interaction_evaluator, offline_data_fetcher, trainer
 from rlpipe.middleware.exchange import Exchange
 
-from ._offpolicy import eval_env_kwargs, mask_settings
-from ._pipeline import Pipeline, closed_on_error, make_policy, run_pipeline
-from ._resume import RunState, resumed_context
-from ._run_keys import run_defaults
-from ._tail import use_run_tail
+from .offpolicy import eval_env_kwargs, mask_settings
+from .base import Pipeline, closed_on_error, make_policy, named_point, run_pipeline
+from .resume import RunState, resumed_context
+from .run_keys import run_defaults
+from .tail import run_tail
 
 # No env steps, collector or replay: the budget is in learn steps. --async runs an evaluator
 # process beside the trainer on the local backend, at full CPU priority (publish_every None:
@@ -76,7 +76,7 @@ def explained(err: OfflineDataError, dataset_id: str) -> OfflineDataError:
     text = str(err)
     if "is not in the Minari root" not in text:
         return err
-    from ._recipes import RECIPES
+    from .recipes import RECIPES
 
     make = (" && ".join(f"`{line}`" for line in RECIPES[dataset_id]) if dataset_id in RECIPES
             else MAKE_ONE.format(id=dataset_id))
@@ -145,10 +145,17 @@ def scale_rewards(policy: Any, dataset: Any) -> None:
         policy.set_return_range(float(returns.min()), float(returns.max()))
 
 
-def build_offline(cfg: Any, policy_cls: Any, dataset: Any = None) -> Pipeline:
+def build_offline(cfg: Any, policy_cls: Any, dataset: Any = None,
+                  after_fetcher: Sequence[Any] = (), after_learner: Sequence[Any] = ()) -> Pipeline:
     """Data set, eval env, policy and (resumed) context of the offline pipeline, and its
     middleware: evaluator → offline_data_fetcher → trainer → the run's tail. `dataset`:
-    one already loaded (default: `cfg.dataset.id`'s)."""
+    one already loaded (default: `cfg.dataset.id`'s).
+
+    Named points to add middleware at, each a list used in order: `after_fetcher` (they see
+    the batch, `ctx.train_data`, before the trainer does) and `after_learner` (after the
+    update, before the exchange's send and the run's tail)."""
+    after_fetcher = named_point("after_fetcher", after_fetcher)
+    after_learner = named_point("after_learner", after_learner)
     dataset = open_dataset(cfg) if dataset is None else dataset
     evaluator_env = make_eval_env(cfg, dataset)
     envs = (evaluator_env,)
@@ -171,20 +178,27 @@ def build_offline(cfg: Any, policy_cls: Any, dataset: Any = None) -> Pipeline:
             task.use(exchange.receive)
         task.use(interaction_evaluator(cfg, policy.eval_mode, evaluator_env))
         task.use(offline_data_fetcher(cfg, dataset))
+        for middleware in after_fetcher:
+            task.use(middleware)
         task.use(trainer(cfg, policy.learn_mode))
+        for middleware in after_learner:
+            task.use(middleware)
         if exchange is not None:
             task.use(exchange.send)
-        use_run_tail(task, cfg, policy, run_state)
+        run_tail(task, cfg, policy, run_state)
 
     return Pipeline(ctx, install, envs)
 
 
-def run_offline(cfg: Any, policy_cls: Any) -> Dict[str, Any]:
+def run_offline(cfg: Any, policy_cls: Any, after_fetcher: Sequence[Any] = (),
+                after_learner: Sequence[Any] = ()) -> Dict[str, Any]:
     """Train `policy_cls` from `cfg.dataset.id` for `cfg.max_train_iter` updates; return the
     summary (the keys of `run_offpolicy`'s, `train_epoch` added). In a process of an
     `--async` run, the chain runs in one thread: the overlap is the evaluator process's, and
     in the learner each middleware needs the one before it (threads would only add hand-offs,
-    which cost milliseconds per update on a loaded machine)."""
+    which cost milliseconds per update on a loaded machine). `after_fetcher`, `after_learner`:
+    middleware added at those points (`build_offline`)."""
     if parallel.link() is not None:
         cfg.async_mode = False
-    return run_pipeline(cfg, lambda: build_offline(cfg, policy_cls))
+    return run_pipeline(cfg, lambda: build_offline(cfg, policy_cls, None, after_fetcher,
+                                                   after_learner))

@@ -95,7 +95,7 @@ def parent_folder(name: str, run_dir: Optional[str]) -> pathlib.Path:
         path = pathlib.Path(run_dir)
         path.mkdir(parents=True, exist_ok=True)
         return path
-    from ._run import new_run_dir
+    from .create import new_run_dir
 
     return pathlib.Path(new_run_dir(name))
 

@@ -1,21 +1,24 @@
-"""What every zoo pipeline shares: a pipeline built but not started, the policy built on the
-collector env's spaces, and running one to its summary."""
+"""What every pipeline shares: a pipeline built but not started, the policy built on the
+collector env's spaces, the run's seeding, and running one to its summary."""
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import random
 import time
-from typing import Any, Callable, Dict, Iterator, Tuple
+from typing import Any, Callable, Dict, Iterator, Sequence, Tuple
+
+import numpy as np
+import torch
 
 from rlpipe.engine import task
 
-from ._run import seed_everything
-from ._tail import previous_best, summary
+from .tail import previous_best, summary
 
 
 @dataclasses.dataclass
 class Pipeline:
-    """A zoo pipeline built but not started: the run's first context, how to put its
+    """A pipeline built but not started: the run's first context, how to put its
     middleware on a started task, and the env managers to close afterwards."""
 
     ctx: Any
@@ -29,6 +32,15 @@ class Pipeline:
         """Close the env managers (also when the pipeline never ran)."""
         for env in self.envs:
             env.close()
+
+
+def named_point(name: str, middleware: Sequence[Any]) -> Tuple[Any, ...]:
+    """The middleware a user adds at a pipeline's named point `name`, as a tuple; one
+    middleware given where a list belongs is a one-line error."""
+    if not isinstance(middleware, (list, tuple)):
+        raise TypeError(f"{name}= takes a list of middleware, got {middleware!r}; wrap it in a "
+                        f"list: {name}=[...]")
+    return tuple(middleware)
 
 
 @contextlib.contextmanager
@@ -58,6 +70,13 @@ def make_policy(cfg: Any, policy_cls: Any, env: Any) -> Any:
     return policy_cls(cfg.policy, env.observation_space, env.action_space)
 
 
+def seed_everything(seed: int) -> None:
+    """Seed Python, NumPy and torch for a reproducible run."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
 def run_pipeline(cfg: Any, build: Callable[[], Pipeline]) -> Dict[str, Any]:
     """Seed, build the pipeline, run it on the global task, close its envs; the run's summary."""
     seed_everything(cfg.seed)
@@ -80,7 +99,7 @@ def run_pipeline(cfg: Any, build: Callable[[], Pipeline]) -> Dict[str, Any]:
 @dataclasses.dataclass
 class DataPath:
     """How an off-policy pipeline gets collected steps into its buffer and batches out of it:
-    transitions (`data_pusher`) or sequences for recurrent policies (zoo/_sequence.py)."""
+    transitions (`data_pusher`) or sequences for recurrent policies (pipelines/sequence.py)."""
 
     buffer: Any
     collector_state: Any
