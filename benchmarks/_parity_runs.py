@@ -86,7 +86,6 @@ def _run_rlpipe(task: ParityTask, seed: int, evaluator: GreedyEvaluator) -> tupl
     from rlpipe.engine import task as rl_task
     from rlpipe.policies import get_policy
     from rlpipe.pipelines import offpolicy as _offpolicy, onpolicy as _onpolicy, seed_everything
-    from rlpipe.zoo._run import limit_torch_threads
 
     base = get_policy(task.algo)
     made: List[Any] = []
@@ -105,8 +104,7 @@ def _run_rlpipe(task: ParityTask, seed: int, evaluator: GreedyEvaluator) -> tupl
         cfg = get_entry(f"{task.algo}@{task.env_id}").resolve(dict(task.rlpipe, seed=seed))
     else:
         cfg = pipe.resolve_config(base, dict(task.rlpipe, seed=seed))
-    seed_everything(seed)
-    limit_torch_threads()
+    seed_everything(seed)  # run_one has set one torch thread
     build = pipe.build_onpolicy if task.algo == "ppo" else pipe.build_offpolicy
     pipeline = build(cfg, Recorded)
     eval_face = made[0].eval_mode
