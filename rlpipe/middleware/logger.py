@@ -91,9 +91,11 @@ def _step(row: Dict[str, Any]) -> float:
 def read_metrics(path: PathLike, keep_replaced: bool = False) -> List[Dict[str, Any]]:
     """The rows of a metrics file (or of `<run_dir>/metrics.jsonl`), in order.
 
-    A torn last line (a crash mid-write) is skipped. When a resumed run appended rows from an
-    earlier env step than the previous session reached, the previous session's rows at or after
-    that step are dropped (as TensorBoard hides them), unless `keep_replaced`.
+    A last line without its newline (a row a live run is writing, or a crash mid-write) and a
+    torn line are skipped, so a run folder can be read while its run writes it. When a resumed
+    run appended rows from an earlier env step than the previous session reached, the previous
+    session's rows at or after that step are dropped (as TensorBoard hides them), unless
+    `keep_replaced`.
     """
     p = Path(path)
     if p.is_dir():
@@ -102,6 +104,8 @@ def read_metrics(path: PathLike, keep_replaced: bool = False) -> List[Dict[str, 
     session_start: Optional[float] = None
     with open(p, "r", encoding="utf-8") as f:
         for line in f:
+            if not line.endswith("\n"):
+                continue  # a row still being written by a live run (or cut short by a crash)
             line = line.strip()
             if not line:
                 continue

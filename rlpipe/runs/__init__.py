@@ -4,6 +4,7 @@ This is the one package that knows where things live in a run folder; middleware
 a `RunDir` for paths instead of spelling file names themselves:
 
     <run>/config.json  metrics.jsonl  log.txt  tb/events.out.tfevents.*
+    <run>/.lock                          the writer's lock (fcntl.flock) and its pid
     <run>/wandb/                         Weights & Biases' files (logger.wandb=True)
     <run>/ckpt/<name>.pt                 a checkpoint (iter_<n>.pt, best.pt, final.pt)
     <run>/ckpt/<name>.manifest.json      its manifest: SHA-256 of every file it consists of,
@@ -21,7 +22,7 @@ An atomic write goes to a temporary file in the target's folder (named `.<name>.
 `is_temp_file`), is fsynced, and then renamed over the target.
 
 Modules: `_layout.py` (`RunDir`, the names), `_atomic.py` (atomic writes), `_signing.py` (the
-key and signature), `_verified.py` (`Verified`, `CheckpointError`).
+key and signature), `_lock.py` (one writer per folder), `_verified.py` (`Verified`, `CheckpointError`).
 """
 from ._atomic import (PathLike, atomic_write, atomic_write_bytes, atomic_write_json,
                       atomic_write_text, fsync_dir, is_temp_file, sha256_file)
@@ -29,6 +30,7 @@ from ._layout import (BEST_CHECKPOINT, BUFFER_FILE, CKPT_DIR, CONFIG_FILE, DATAS
                       EXPORT_SUFFIXES, FINAL_CHECKPOINT, ITER_CHECKPOINT_RE, LATEST_FILE, LOG_FILE,
                       MANIFEST_FORMAT, MANIFEST_SUFFIX, METRICS_FILE, TB_DIR, RunDir,
                       checkpoint_files_in, iter_checkpoint)
+from ._lock import LOCK_FILE, RunLock, RunLockedError, check_unlocked, holds_run_lock
 from ._signing import KEY_ENV, key_file, signing_key
 from ._verified import CheckpointError, Verified
 
@@ -38,8 +40,8 @@ CHECKPOINT_EVENT = "checkpoint_flush"
 
 __all__ = ["BEST_CHECKPOINT", "BUFFER_FILE", "CHECKPOINT_EVENT", "CKPT_DIR", "CONFIG_FILE",
            "CheckpointError", "DATASET_FILE", "ENVS_FILE", "EXPORT_SUFFIXES", "FINAL_CHECKPOINT", "ITER_CHECKPOINT_RE", "KEY_ENV",
-           "LATEST_FILE", "LOG_FILE", "MANIFEST_FORMAT", "MANIFEST_SUFFIX", "METRICS_FILE",
-           "PathLike", "RunDir", "TB_DIR", "Verified", "atomic_write", "atomic_write_bytes",
+           "LATEST_FILE", "LOCK_FILE", "LOG_FILE", "MANIFEST_FORMAT", "MANIFEST_SUFFIX", "METRICS_FILE",
+           "PathLike", "RunDir", "RunLock", "RunLockedError", "TB_DIR", "Verified", "atomic_write", "atomic_write_bytes",
            "atomic_write_json", "atomic_write_text", "checkpoint_files_in", "fsync_dir",
            "is_temp_file",
            "iter_checkpoint", "key_file", "sha256_file", "signing_key"]

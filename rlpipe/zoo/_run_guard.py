@@ -14,7 +14,7 @@ import logging
 import pathlib
 import shutil
 
-from rlpipe.runs import RunDir
+from rlpipe.runs import LOCK_FILE, RunDir
 
 log = logging.getLogger("rlpipe")
 
@@ -30,7 +30,7 @@ def claim_run_dir(run_dir: str, overwrite: bool = False) -> bool:
     path = pathlib.Path(run_dir)
     if path.exists() and not path.is_dir():
         raise RunFolderInUseError(f"--run-dir {run_dir}: a file of that name exists; pass a folder")
-    if path.is_dir() and any(path.iterdir()):
+    if path.is_dir() and any(c.name != LOCK_FILE for c in path.iterdir()):
         if not overwrite:
             raise RunFolderInUseError(
                 f"--run-dir {run_dir} already holds a run; continue it with --resume {run_dir}, "
@@ -43,7 +43,7 @@ def claim_run_dir(run_dir: str, overwrite: bool = False) -> bool:
         for child in path.iterdir():
             if child.is_dir() and not child.is_symlink():
                 shutil.rmtree(child)
-            else:
+            elif child.name != LOCK_FILE:  # the lock stays the same file while it may be held
                 child.unlink()
         return False
     created = not path.exists()
