@@ -26,6 +26,7 @@ to what its checkpoint covered (see rlpipe.zoo._resume), then appends on the sam
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -34,7 +35,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Union
 
 from rlpipe._script import default_run_dir
 from rlpipe.engine import Role, contract, current_task
@@ -128,6 +129,17 @@ def read_metrics(path: PathLike, keep_replaced: bool = False) -> List[Dict[str, 
     writes=(),
     role=Role.LEARNER,
 )
+@contextlib.contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """An OS error of a write to an open file (a full disk) names no file: name `path`."""
+    try:
+        yield
+    except OSError as err:
+        if err.filename is None:
+            err.filename = str(path)
+        raise
+
+
 class OnlineLogger:
     """The middleware made by `online_logger`; see the module docstring for what it writes."""
 
@@ -295,7 +307,8 @@ class OnlineLogger:
             "wall_time": round(now - self._start, 3),
         })
         record.update(metrics)
-        self._file.write(json.dumps(record) + "\n")
+        with _naming(self.metrics_path):
+            self._file.write(json.dumps(record) + "\n")
         if self.tensorboard:
             writer = self._tb_writer(step)
             for tag, value in metrics.items():
@@ -334,9 +347,10 @@ class OnlineLogger:
         with self._lock:
             self._last_flush = time.monotonic()
             if not self._file.closed:
-                self._file.flush()
-                if sync:
-                    os.fsync(self._file.fileno())
+                with _naming(self.metrics_path):
+                    self._file.flush()
+                    if sync:
+                        os.fsync(self._file.fileno())
             if self._writer is not None:
                 self._writer.flush()
                 if sync:

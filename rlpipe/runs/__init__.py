@@ -25,7 +25,7 @@ Modules: `_layout.py` (`RunDir`, the names), `_atomic.py` (atomic writes), `_sig
 key and signature), `_lock.py` (one writer per folder), `_verified.py` (`Verified`, `CheckpointError`).
 """
 from ._atomic import (PathLike, atomic_write, atomic_write_bytes, atomic_write_json,
-                      atomic_write_text, fsync_dir, is_temp_file, sha256_file)
+                      atomic_write_text, fsync_dir, is_temp_file, sha256_file, written_file)
 from ._layout import (BEST_CHECKPOINT, BUFFER_FILE, CKPT_DIR, CONFIG_FILE, DATASET_FILE, ENVS_FILE,
                       EXPORT_SUFFIXES, FINAL_CHECKPOINT, ITER_CHECKPOINT_RE, LATEST_FILE, LOG_FILE,
                       MANIFEST_FORMAT, MANIFEST_SUFFIX, METRICS_FILE, TB_DIR, RunDir,
@@ -44,4 +44,4 @@ __all__ = ["BEST_CHECKPOINT", "BUFFER_FILE", "CHECKPOINT_EVENT", "CKPT_DIR", "CO
            "PathLike", "RunDir", "RunLock", "RunLockedError", "TB_DIR", "Verified", "atomic_write", "atomic_write_bytes",
            "atomic_write_json", "atomic_write_text", "checkpoint_files_in", "fsync_dir",
            "is_temp_file",
-           "iter_checkpoint", "key_file", "sha256_file", "signing_key"]
+           "iter_checkpoint", "key_file", "sha256_file", "signing_key", "written_file"]

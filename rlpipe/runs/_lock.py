@@ -11,6 +11,7 @@ Where `fcntl` does not exist (Windows) the lock is a no-op.
 """
 from __future__ import annotations
 
+import errno
 import functools
 import os
 from pathlib import Path
@@ -83,7 +84,14 @@ class RunLock:
     def acquire(self) -> "RunLock":
         if fcntl is None or self._fd is not None:
             return self
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as err:
+            if err.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+                raise
+            # a folder this process cannot write has no writer to exclude; the run's first
+            # write reports the read-only folder, with what to do
+            return self
         try:
             _try_lock(fd, self.run_dir)
             os.ftruncate(fd, 0)
