@@ -5,7 +5,8 @@ into it; a second writer (a second `--resume`, or `--run-dir` naming a folder be
 `RunLockedError`, one line naming the pid. The OS drops the lock when the holding process dies,
 so a run killed with kill -9 never leaves a stale lock: the file stays, the lock does not.
 Readers (`rlpipe eval`, `plot`, `report`) take no lock; they read only complete files
-(checkpoints are written atomically, a torn metrics row is skipped).
+(checkpoints are written atomically, a torn metrics row is skipped). A forked child closes
+its copy of the lock's descriptor, so the lock lives exactly as long as the writer process.
 
 Where `fcntl` does not exist (Windows) the lock is a no-op.
 """
@@ -15,7 +16,7 @@ import errno
 import functools
 import os
 from pathlib import Path
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Callable, Optional, Set, TypeVar
 
 try:
     import fcntl
@@ -26,6 +27,24 @@ from ._atomic import PathLike
 
 LOCK_FILE = ".lock"
 F = TypeVar("F", bound=Callable[..., Any])
+_HELD: Set[int] = set()  # the lock descriptors this process holds
+
+
+def _close_inherited() -> None:
+    # A forked child (an env worker, a local run's collector) gets copies of the writer's lock
+    # descriptors; closing them keeps the lock with the writer alone, so a child outliving a
+    # killed writer does not keep its folder locked. (Closing a copy never unlocks: the
+    # writer's own descriptor still holds the lock.)
+    for fd in list(_HELD):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _HELD.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_inherited)
 
 
 class RunLockedError(ValueError):
@@ -100,10 +119,12 @@ class RunLock:
             os.close(fd)
             raise
         self._fd = fd
+        _HELD.add(fd)
         return self
 
     def release(self) -> None:
         if self._fd is not None:
+            _HELD.discard(self._fd)
             os.close(self._fd)  # the lock goes with the descriptor
             self._fd = None
 

@@ -91,6 +91,29 @@ def test_the_lock_is_held_for_the_run_and_released_after_it(tmp_path):
         pass
 
 
+def test_a_forked_child_does_not_keep_the_writers_lock(tmp_path):
+    """An env worker or collector forked by the writer, still alive when the writer ends (or
+    is killed), leaves the folder free."""
+    lock = RunLock(tmp_path).acquire()
+    read_end, write_end = os.pipe()
+    ready_read, ready_write = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child: say it runs, wait until the parent is done, then exit
+        os.write(ready_write, b"r")
+        os.read(read_end, 1)
+        os._exit(0)
+    try:
+        assert os.read(ready_read, 1) == b"r"
+        lock.release()
+        with RunLock(tmp_path):  # the child lives on, the folder is free
+            pass
+    finally:
+        os.write(write_end, b"x")
+        os.waitpid(child, 0)
+        for fd in (read_end, write_end, ready_read, ready_write):
+            os.close(fd)
+
+
 def test_a_row_being_written_is_skipped_not_an_error(tmp_path):
     metrics = tmp_path / "metrics.jsonl"
     metrics.write_text('{"env_step": 1, "x": 1.5}\n{"env_step": 2, "x": 1}\n{"env_step": 3, "x": 1')
