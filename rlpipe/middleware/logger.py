@@ -123,12 +123,6 @@ def read_metrics(path: PathLike, keep_replaced: bool = False) -> List[Dict[str, 
     return rows
 
 
-@contract(
-    reads=("train_iter", "total_step", "train_output", "eval_value", "info_for_logging"),
-    optional_reads=("env_step", "episode_info"),  # an OfflineRLContext has neither
-    writes=(),
-    role=Role.LEARNER,
-)
 @contextlib.contextmanager
 def _naming(path: Path) -> Iterator[None]:
     """An OS error of a write to an open file (a full disk) names no file: name `path`."""
@@ -140,6 +134,12 @@ def _naming(path: Path) -> Iterator[None]:
         raise
 
 
+@contract(
+    reads=("train_iter", "total_step", "train_output", "eval_value", "info_for_logging"),
+    optional_reads=("env_step", "episode_info"),  # an OfflineRLContext has neither
+    writes=(),
+    role=Role.LEARNER,
+)
 class OnlineLogger:
     """The middleware made by `online_logger`; see the module docstring for what it writes."""
 
