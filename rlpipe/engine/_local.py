@@ -35,7 +35,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple
 
-from ._current import global_task
+from ._current import global_task, set_running
 from ._hub import Hub
 from ._link import Link, LoopTransport, Transport, link, set_link
 from ._roles import Role
@@ -70,6 +70,9 @@ class _PipeTransport(Transport):
         return ref
 
 
+_FORKED_FROM_LEARNER: List[Mapping[str, Any]] = []
+
+
 def _child_main(conn: Any, role: str, index: int, attempt: int, collectors: int,
                 evaluator: bool, nice: int, main: Callable[..., Any], args: Sequence[Any],
                 kwargs: Mapping[str, Any]) -> None:
@@ -78,6 +81,12 @@ def _child_main(conn: Any, role: str, index: int, attempt: int, collectors: int,
     if nice:  # before main() starts env workers, so that they inherit it
         os.nice(nice)
     task = global_task()
+    if task._started:  # forked from the learner mid-run (a restart): begin with a fresh task
+        # the learner's middleware copied by the fork are kept referenced, never finalised:
+        # closing them here would flush the learner's buffered rows into its files a second time
+        _FORKED_FROM_LEARNER.append(dict(vars(task)))
+        task.__init__()
+        set_running(None)
     this = Link(_PipeTransport(conn), role, index, attempt, collectors, evaluator)
     set_link(this)
     for served in this.roles:

@@ -26,6 +26,7 @@ to what its checkpoint covered (see rlpipe.pipelines.resume), then appends on th
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -34,7 +35,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Union
 
 from rlpipe._script import default_run_dir
 from rlpipe.engine import Role, contract, current_task
@@ -91,9 +92,11 @@ def _step(row: Dict[str, Any]) -> float:
 def read_metrics(path: PathLike, keep_replaced: bool = False) -> List[Dict[str, Any]]:
     """The rows of a metrics file (or of `<run_dir>/metrics.jsonl`), in order.
 
-    A torn last line (a crash mid-write) is skipped. When a resumed run appended rows from an
-    earlier env step than the previous session reached, the previous session's rows at or after
-    that step are dropped (as TensorBoard hides them), unless `keep_replaced`.
+    A last line without its newline (a row a live run is writing, or a crash mid-write) and a
+    torn line are skipped, so a run folder can be read while its run writes it. When a resumed
+    run appended rows from an earlier env step than the previous session reached, the previous
+    session's rows at or after that step are dropped (as TensorBoard hides them), unless
+    `keep_replaced`.
     """
     p = Path(path)
     if p.is_dir():
@@ -102,6 +105,8 @@ def read_metrics(path: PathLike, keep_replaced: bool = False) -> List[Dict[str, 
     session_start: Optional[float] = None
     with open(p, "r", encoding="utf-8") as f:
         for line in f:
+            if not line.endswith("\n"):
+                continue  # a row still being written by a live run (or cut short by a crash)
             line = line.strip()
             if not line:
                 continue
@@ -116,6 +121,17 @@ def read_metrics(path: PathLike, keep_replaced: bool = False) -> List[Dict[str, 
             session_start = start
             rows.append(row)
     return rows
+
+
+@contextlib.contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """An OS error of a write to an open file (a full disk) names no file: name `path`."""
+    try:
+        yield
+    except OSError as err:
+        if err.filename is None:
+            err.filename = str(path)
+        raise
 
 
 @contract(
@@ -291,7 +307,8 @@ class OnlineLogger:
             "wall_time": round(now - self._start, 3),
         })
         record.update(metrics)
-        self._file.write(json.dumps(record) + "\n")
+        with _naming(self.metrics_path):
+            self._file.write(json.dumps(record) + "\n")
         if self.tensorboard:
             writer = self._tb_writer(step)
             for tag, value in metrics.items():
@@ -330,9 +347,10 @@ class OnlineLogger:
         with self._lock:
             self._last_flush = time.monotonic()
             if not self._file.closed:
-                self._file.flush()
-                if sync:
-                    os.fsync(self._file.fileno())
+                with _naming(self.metrics_path):
+                    self._file.flush()
+                    if sync:
+                        os.fsync(self._file.fileno())
             if self._writer is not None:
                 self._writer.flush()
                 if sync:

@@ -29,6 +29,7 @@ from rlpipe.config import merge_config
 from rlpipe.config_checks import check_config
 from rlpipe.contexts import OfflineRLContext
 from rlpipe.data import OfflineDataError, dataset_spec, load_dataset
+from rlpipe.data._minari_io import check_run_data
 from rlpipe.engine import Role, parallel, task
 from rlpipe.envs import EnvManager
 from rlpipe.middleware import interaction_evaluator, offline_data_fetcher, trainer
@@ -98,6 +99,8 @@ def open_dataset(cfg: Any) -> Any:
         raise OfflineDataError("an offline run needs a data set: pass --dataset ID (or --set "
                                "dataset.id=ID); `rlpipe dataset list` shows the local ones")
     try:
+        if cfg.get("run_dir"):  # recorded at the start, compared on resume (by content)
+            check_run_data(cfg.run_dir, dataset_id, resuming=bool(cfg.get("resume_from")))
         return load_dataset(dataset_id, seed=cfg.seed)
     except OfflineDataError as err:
         raise explained(err, dataset_id) from None

@@ -92,17 +92,13 @@ class RunState:
             except NotImplementedError:
                 exact = False
         tmp = Path(tempfile.mkdtemp(prefix=f".{name}.tmp-", dir=self.ckpt_dir))
-        with open(tmp / ENVS_FILE, "wb") as f:
-            pickle.dump(envs, f)
-            f.flush()
-            os.fsync(f.fileno())
-        if self.save_buffer:
-            self.buffer.save(str(tmp / BUFFER_FILE))
-        if self.dataset is not None:
-            with open(tmp / DATASET_FILE, "w", encoding="utf-8") as f:
-                json.dump(self.dataset.state_dict(), f)
-                f.flush()
-                os.fsync(f.fileno())
+        try:
+            self._write_state(tmp, envs)
+        except BaseException as err:  # e.g. a full disk: no half-written state folder is kept
+            shutil.rmtree(tmp, ignore_errors=True)
+            if isinstance(err, OSError) and err.filename is None:
+                err.filename = str(self.run.state_dir(name))
+            raise
         target = self.run.state_dir(name)
         if target.exists():
             shutil.rmtree(target)
@@ -110,6 +106,19 @@ class RunState:
         self._prune()
         return {"rng": rng_state(), "state_dir": name, "exact": exact,
                 "buffer": self.save_buffer, "dataset": self.dataset is not None}
+
+    def _write_state(self, folder: Path, envs: Dict[str, Any]) -> None:
+        with open(folder / ENVS_FILE, "wb") as f:
+            pickle.dump(envs, f)
+            f.flush()
+            os.fsync(f.fileno())
+        if self.save_buffer:
+            self.buffer.save(str(folder / BUFFER_FILE))
+        if self.dataset is not None:
+            with open(folder / DATASET_FILE, "w", encoding="utf-8") as f:
+                json.dump(self.dataset.state_dict(), f)
+                f.flush()
+                os.fsync(f.fileno())
 
     def _prune(self) -> None:
         states = self.run.state_dirs()

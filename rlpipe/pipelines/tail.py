@@ -124,6 +124,9 @@ def format_summary(result: Dict[str, Any], stopped_by: Optional[str] = None) -> 
              f"final eval return {_ret(_finite(result.get('eval_value')))} "
              f"(at train_iter {result.get('final_eval_iter')}), "
              f"best {_ret(_finite(result.get('best_eval_value')))}"]
+    if result.get("restarted"):  # processes of a distributed run that died and were restarted
+        lines.append("restarted: " + ", ".join(f"{name} {n}x" for name, n in
+                                               sorted(result["restarted"].items())))
     profile = result.get("profile")
     if profile is not None:
         lines += ["profile:", *("  " + row for row in str(profile).splitlines())]

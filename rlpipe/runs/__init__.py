@@ -4,6 +4,8 @@ This is the one package that knows where things live in a run folder; middleware
 a `RunDir` for paths instead of spelling file names themselves:
 
     <run>/config.json  metrics.jsonl  log.txt  tb/events.out.tfevents.*
+    <run>/.lock                          the writer's lock (fcntl.flock) and its pid
+    <run>/data_files.json                (offline runs) the data set's files: size, SHA-256
     <run>/wandb/                         Weights & Biases' files (logger.wandb=True)
     <run>/ckpt/<name>.pt                 a checkpoint (iter_<n>.pt, best.pt, final.pt)
     <run>/ckpt/<name>.manifest.json      its manifest: SHA-256 of every file it consists of,
@@ -21,19 +23,23 @@ An atomic write goes to a temporary file in the target's folder (named `.<name>.
 `is_temp_file`), is fsynced, and then renamed over the target.
 
 Modules: `_layout.py` (`RunDir`, the names), `_atomic.py` (atomic writes), `_signing.py` (the
-key and signature), `_verified.py` (`Verified`, `CheckpointError`). A run's lifecycle, imported
-from its module (this package does not load them): `create.py` (a new run folder, config.json,
-the log file), `guard.py` (claiming a folder, a run that failed before it started),
-`folder_errors.py` (an unwritable or full folder as one error), `resume_checks.py` (what
-`--resume` refuses), `seeds.py` (one run per seed). The resume state itself
-(`rlpipe.pipelines.resume`) sits above the middleware it loads checkpoints with.
+key and signature), `_verified.py` (`Verified`, `CheckpointError`), `_lock.py` (one writer per
+folder), `_data_files.py` (the data a run trains from). A run's lifecycle, imported from its
+module (this package does not load them): `create.py` (a new run folder, config.json, the log
+file), `guard.py` (claiming a folder, a run that failed before it started), `folder_errors.py`
+(an unwritable or full folder as one error), `resume_checks.py` (what `--resume` refuses),
+`seeds.py` (one run per seed). The resume state itself (`rlpipe.pipelines.resume`) sits above
+the middleware it loads checkpoints with.
 """
 from ._atomic import (PathLike, atomic_write, atomic_write_bytes, atomic_write_json,
-                      atomic_write_text, fsync_dir, is_temp_file, sha256_file)
-from ._layout import (BEST_CHECKPOINT, BUFFER_FILE, CKPT_DIR, CONFIG_FILE, DATASET_FILE, ENVS_FILE,
+                      atomic_write_text, fsync_dir, is_temp_file, sha256_file, written_file)
+from ._layout import (BEST_CHECKPOINT, BUFFER_FILE, CKPT_DIR, CONFIG_FILE, DATA_FILES_FILE,
+                      DATASET_FILE, ENVS_FILE,
                       EXPORT_SUFFIXES, FINAL_CHECKPOINT, ITER_CHECKPOINT_RE, LATEST_FILE, LOG_FILE,
                       MANIFEST_FORMAT, MANIFEST_SUFFIX, METRICS_FILE, TB_DIR, RunDir,
                       checkpoint_files_in, iter_checkpoint)
+from ._data_files import changed_data_file, record_data_files, recorded_data_files
+from ._lock import LOCK_FILE, RunLock, RunLockedError, check_unlocked, holds_run_lock
 from ._signing import KEY_ENV, key_file, signing_key
 from ._verified import CheckpointError, Verified
 
@@ -42,9 +48,9 @@ from ._verified import CheckpointError, Verified
 CHECKPOINT_EVENT = "checkpoint_flush"
 
 __all__ = ["BEST_CHECKPOINT", "BUFFER_FILE", "CHECKPOINT_EVENT", "CKPT_DIR", "CONFIG_FILE",
-           "CheckpointError", "DATASET_FILE", "ENVS_FILE", "EXPORT_SUFFIXES", "FINAL_CHECKPOINT", "ITER_CHECKPOINT_RE", "KEY_ENV",
-           "LATEST_FILE", "LOG_FILE", "MANIFEST_FORMAT", "MANIFEST_SUFFIX", "METRICS_FILE",
-           "PathLike", "RunDir", "TB_DIR", "Verified", "atomic_write", "atomic_write_bytes",
+           "CheckpointError", "DATA_FILES_FILE", "DATASET_FILE", "ENVS_FILE", "EXPORT_SUFFIXES", "FINAL_CHECKPOINT", "ITER_CHECKPOINT_RE", "KEY_ENV",
+           "LATEST_FILE", "LOCK_FILE", "LOG_FILE", "MANIFEST_FORMAT", "MANIFEST_SUFFIX", "METRICS_FILE",
+           "PathLike", "RunDir", "RunLock", "RunLockedError", "TB_DIR", "Verified", "atomic_write", "atomic_write_bytes",
            "atomic_write_json", "atomic_write_text", "checkpoint_files_in", "fsync_dir",
            "is_temp_file",
-           "iter_checkpoint", "key_file", "sha256_file", "signing_key"]
+           "iter_checkpoint", "key_file", "sha256_file", "signing_key", "written_file"]

@@ -10,7 +10,7 @@ import json
 import os
 import uuid
 from pathlib import Path
-from typing import IO, Any, Callable, Union
+from typing import IO, Any, Callable, Optional, Union
 
 PathLike = Union[str, "os.PathLike[str]"]
 TMP_MARK = ".tmp-"
@@ -26,6 +26,20 @@ def is_temp_file(name: Union[str, Path]) -> bool:
     """Whether `name` is a temporary file left by an atomic write (e.g. after a crash)."""
     base = Path(name).name
     return base.startswith(".") and TMP_MARK in base
+
+
+def written_file(err: OSError) -> Optional[str]:
+    """The file a failed write was writing, as the user knows it: the error's file name, or
+    for an atomic write's temporary file the file it was to replace; None when unnamed."""
+    if err.filename is None:
+        return None
+    path = Path(os.fsdecode(err.filename))
+    if is_temp_file(path):
+        return str(path.with_name(path.name[1:path.name.index(TMP_MARK)]))
+    if is_temp_file(path.parent):  # a file in a temporary folder (a checkpoint's state folder)
+        return str(path.parent.with_name(path.parent.name[1:path.parent.name.index(TMP_MARK)])
+                   / path.name)
+    return str(path)
 
 
 def fsync_dir(folder: PathLike) -> None:
@@ -56,8 +70,10 @@ def atomic_write(path: PathLike, write: Callable[[IO[bytes]], Any]) -> Path:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as err:
         tmp.unlink(missing_ok=True)
+        if isinstance(err, OSError) and err.filename is None:
+            err.filename = str(target)  # a failed write() names no file: name the one written
         raise
     fsync_dir(target.parent)
     return target

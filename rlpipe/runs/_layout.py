@@ -34,6 +34,7 @@ _STATE_RE = re.compile(r"^state_(\d+)$")
 ENVS_FILE = "envs.pkl"
 BUFFER_FILE = "buffer.npz"
 DATASET_FILE = "dataset.json"
+DATA_FILES_FILE = "data_files.json"
 MANIFEST_FORMAT = "rlpipe-manifest-1"
 EXPORT_DIR = "export"
 EXPORT_SUFFIXES = {"onnx": ".onnx", "torchscript": ".pt"}  # `rlpipe export --format` → suffix
@@ -79,6 +80,8 @@ class RunDir:
     latest = property(lambda self: self.root / CKPT_DIR / LATEST_FILE, doc="ckpt/latest.json")
     best = property(lambda self: self.checkpoint(BEST_CHECKPOINT), doc="ckpt/best.pt")
     final = property(lambda self: self.checkpoint(FINAL_CHECKPOINT), doc="ckpt/final.pt")
+    data_files = property(lambda self: self.root / DATA_FILES_FILE,
+                          doc="data_files.json: an offline run's data set files, sized and hashed")
     outputs = property(lambda self: (self.metrics, self.tb, self.ckpt),
                        doc="what a run writes besides config.json and log.txt")
 

@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 from typing import Iterator, Optional
 
+from ._atomic import written_file
 from ._layout import RunDir
 
 __all__ = ["RunDirError", "run_folder_errors", "unwritable_folder"]
@@ -23,6 +24,9 @@ log = logging.getLogger("rlpipe")
 # OS errors without a file name that can only come from writing the run folder
 _WRITE_ERRNOS = {errno.ENOSPC, errno.EROFS, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)}
 
+
+# a full disk or quota: the run stops resumable, the user frees space and resumes
+_FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
 
 # OS errors of a write that the user fixes by writing elsewhere, as the message words them
 _DENIED = {errno.EROFS: "read-only file system", errno.EACCES: "permission denied",
@@ -53,13 +57,19 @@ def denied_reason(err: OSError) -> str:
 
 class RunDirError(OSError):
     """The run folder cannot be made or written; `run_dir` names it, `cause` is the OS error.
-    `resuming`: the folder is a run being resumed, so the fix is to resume a writable copy."""
+    `resuming`: the folder is a run being resumed, so the fix is to resume a writable copy;
+    `removed`: the run had written nothing yet and its folder was removed (a full disk: run again)."""
 
-    def __init__(self, run_dir: str, cause: OSError, resuming: bool = False) -> None:
+    def __init__(self, run_dir: str, cause: OSError, resuming: bool = False,
+                 removed: bool = False) -> None:
         super().__init__(cause.errno, cause.strerror)
         self.run_dir = str(run_dir)
         self.cause = cause
-        if cause.errno in _DENIED:
+        if cause.errno in _FULL:
+            fix = "run again" if removed else f"resume with rlpipe train --resume {self.run_dir}"
+            self.message = (f"{(cause.strerror or 'no space left on device').lower()} while "
+                            f"writing {written_file(cause) or self.run_dir}: free space and {fix}")
+        elif cause.errno in _DENIED:
             fix = (f"copy the run to a writable folder and resume the copy (cp -r {self.run_dir} "
                    f"COPY && rlpipe train --resume COPY)" if resuming else
                    "pass a writable folder with --run-dir and run again")
@@ -125,7 +135,8 @@ def run_folder_errors(run_dir: str, created: bool, resuming: bool = False) -> It
             raise
         if created:
             _remove_unstarted(Path(run_dir))
-        raise RunDirError(run_dir, err, resuming) from err
+        removed = created and not os.path.isdir(run_dir)
+        raise RunDirError(run_dir, err, resuming, removed) from err
     except Exception as err:
         _note(err, run_dir)
         raise

@@ -15,6 +15,7 @@ import pathlib
 import shutil
 
 from ._layout import RunDir
+from ._lock import LOCK_FILE
 
 log = logging.getLogger("rlpipe")
 
@@ -30,7 +31,7 @@ def claim_run_dir(run_dir: str, overwrite: bool = False) -> bool:
     path = pathlib.Path(run_dir)
     if path.exists() and not path.is_dir():
         raise RunFolderInUseError(f"--run-dir {run_dir}: a file of that name exists; pass a folder")
-    if path.is_dir() and any(path.iterdir()):
+    if path.is_dir() and any(c.name != LOCK_FILE for c in path.iterdir()):
         if not overwrite:
             raise RunFolderInUseError(
                 f"--run-dir {run_dir} already holds a run; continue it with --resume {run_dir}, "
@@ -43,7 +44,7 @@ def claim_run_dir(run_dir: str, overwrite: bool = False) -> bool:
         for child in path.iterdir():
             if child.is_dir() and not child.is_symlink():
                 shutil.rmtree(child)
-            else:
+            elif child.name != LOCK_FILE:  # the lock stays the same file while it may be held
                 child.unlink()
         return False
     created = not path.exists()

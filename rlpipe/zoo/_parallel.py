@@ -87,6 +87,7 @@ def role_main(name: str, plain_cfg: Dict[str, Any]) -> Optional[Dict[str, Any]]:
             state = link.state()
             result["collectors"] = link.collectors
             result["collector_restarts"] = int(state["restarts"])
+            result["restarted"] = dict(state["restarted"])  # by process: "evaluator", ...
             if state["restarts"]:
                 log.warning("collector restarts in this run: %d (%s)", state["restarts"],
                             ", ".join(f"{k}: {v}" for k, v in sorted(state["restarted"].items())))

@@ -14,6 +14,7 @@ import warnings
 from typing import Any, Dict, Iterable, Iterator, List, Optional
 
 from rlpipe.config_checks import budget_warnings
+from rlpipe.runs import RunLock, check_unlocked, holds_run_lock
 
 from rlpipe.runs.folder_errors import run_folder_errors
 from ._registry import Entry, _drop_stale_stop_value, _entry_to_train, get_entry
@@ -193,12 +194,14 @@ def train(name: Optional[str] = None, seed: int = 0, overrides: Iterable[str] = 
     created = True
     with run_folder_errors(run_dir or os.path.join(runs_root, entry.run_name), created=False):
         if run_dir:
+            check_unlocked(run_dir)  # a folder being written: refused, naming its writer's pid
             created = claim_run_dir(run_dir, overwrite)
         cfg.run_dir = run_dir or new_run_dir(entry.run_name, runs_root)
     cfg.resume_trust = bool(trust)  # for --init-from's checkpoint; not written to config.json
     logging.getLogger("rlpipe").info("training %s in %s", name, cfg.run_dir)
     with run_folder_errors(cfg.run_dir, created=created):  # one line for an unwritable folder
-        return _run(entry, cfg, ray_address, fresh=True, created=created, hub=hub)
+        with RunLock(cfg.run_dir):  # one writer per run folder
+            return _run(entry, cfg, ray_address, fresh=True, created=created, hub=hub)
 
 
 def _init_from_settings(entry: Entry, source: str, with_optim: bool) -> Dict[str, Any]:
@@ -228,6 +231,7 @@ def _check_init_from(entry: Entry, cfg: Any) -> None:
                  *spaces_of(cfg))
 
 
+@holds_run_lock
 def resume(run_dir: str, name: Optional[str] = None, overrides: Iterable[str] = (),
            max_env_step: Optional[int] = None, progress: bool = True,
            collectors: Optional[int] = None, evaluator: Optional[bool] = None,

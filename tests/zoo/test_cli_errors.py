@@ -12,7 +12,7 @@ import torch
 
 from rlpipe.cli import main
 from rlpipe.zoo._cli_errors import explain, last_checkpoint
-from rlpipe.runs import RunDir
+from rlpipe.runs import LOCK_FILE, RunDir
 
 SMALL = ["--no-progress", "--max-env-steps", "400", "--set", "replay.min_samples=64",
          "--set", "policy.collect.n_sample=32", "--set", "env.n_envs=2",
@@ -174,7 +174,8 @@ def test_full_disk_before_the_first_iteration_leaves_no_timestamp_folder(capsys,
 
     monkeypatch.setattr(run_module, "write_config", full)
     err = _one_line_exit_2(["train", "cartpole-dqn"] + SMALL, capsys)
-    assert "No space left on device" in err and "cannot write the run folder" in err
+    assert "no space left on device while writing" in err and "config.json" in err
+    assert "free space and run again" in err  # nothing was left to resume
     assert list((tmp_path / "runs" / "cartpole-dqn").iterdir()) == []
 
 
@@ -193,7 +194,8 @@ def test_full_disk_mid_run_keeps_the_run_and_says_which_folder(capsys, tmp_path,
     run_dir = tmp_path / "run"
     err = _one_line_exit_2(["train", "cartpole-dqn", "--run-dir", str(run_dir), "--set",
                             "ckpt.train_freq=1"] + SMALL, capsys)
-    assert str(run_dir) in err and "No space left on device" in err
+    assert str(run_dir) in err and "no space left on device" in err
+    assert f"free space and resume with rlpipe train --resume {run_dir}" in err
     assert len(calls) == 3
     # the run had results: its folder and checkpoints stay, for --resume
     assert (run_dir / "config.json").is_file() and last_checkpoint(str(run_dir)) is not None
@@ -208,7 +210,7 @@ def test_resume_into_a_read_only_run_folder_is_one_line_and_touches_nothing(caps
     assert main(["train", "cartpole-dqn", "--run-dir", str(run_dir)] + SMALL
                 + ["--max-env-steps", "64"]) == 0
     capsys.readouterr()
-    before = {p: p.stat().st_mtime_ns for p in run_dir.rglob("*")}
+    before = {p: p.stat().st_mtime_ns for p in run_dir.rglob("*") if p.name != LOCK_FILE}
 
     def read_only(folder, name, cfg):  # what a read-only mount does to the first write
         raise OSError(errno.EROFS, os.strerror(errno.EROFS),
@@ -217,7 +219,8 @@ def test_resume_into_a_read_only_run_folder_is_one_line_and_touches_nothing(caps
     monkeypatch.setattr(run_module, "write_config", read_only)
     err = _one_line_exit_2(["train", "--resume", str(run_dir), "--max-env-steps", "128"], capsys)
     assert str(run_dir) in err and "read-only file system" in err
-    assert {p: p.stat().st_mtime_ns for p in run_dir.rglob("*")} == before
+    # the writer's lock file is taken before the first write; nothing of the run changes
+    assert {p: p.stat().st_mtime_ns for p in run_dir.rglob("*") if p.name != LOCK_FILE} == before
 
 
 def test_only_errors_of_the_run_folder_become_run_folder_errors(tmp_path):

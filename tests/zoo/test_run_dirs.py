@@ -6,6 +6,7 @@ import shutil
 import pytest
 
 from rlpipe.cli import main
+from rlpipe.runs import LOCK_FILE
 from rlpipe.runs.create import new_run_dir
 
 SHORT = ["--max-env-steps", "200", "--no-progress", "--set", "policy.eval.evaluator.n_episode=2",
@@ -13,8 +14,10 @@ SHORT = ["--max-env-steps", "200", "--no-progress", "--set", "policy.eval.evalua
 
 
 def _snapshot(folder: pathlib.Path) -> dict:
+    """Every file of a run folder with its mtime and size, but the writer's lock file (which
+    a refused resume takes, and writes its pid into, before it checks anything)."""
     return {str(p.relative_to(folder)): (p.stat().st_mtime_ns, p.stat().st_size)
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != LOCK_FILE}
 
 
 def _one_line_error(capsys) -> str:
