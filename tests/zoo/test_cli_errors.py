@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from rlpipe.cli import main
-from rlpipe.zoo._cli_errors import explain, last_checkpoint
+from rlpipe.cli.errors import explain, last_checkpoint
 from rlpipe.runs import LOCK_FILE, RunDir
 
 SMALL = ["--no-progress", "--max-env-steps", "400", "--set", "replay.min_samples=64",

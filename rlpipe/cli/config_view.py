@@ -1,6 +1,6 @@
-"""`rlpipe config`: the resolved config of an entry, an --algo/--env pair or a run folder, with
-what each key means (from `_meanings.py`) and where its value comes from: your `--set`, the zoo
-entry, the field's standard default of a generic run (`rlpipe.standard_defaults`, naming the
+"""`rlpipe config`: the resolved config of an entry, an --algo/--env pair or a run folder, with what
+each key means (from `rlpipe/zoo/_meanings.py`) and where its value comes from: your `--set`, the
+zoo entry, the field's standard default of a generic run (`rlpipe.standard_defaults`, naming the
 reference implementation or paper), or rlpipe's own default."""
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Iterable, Optional
 
 from rlpipe.standard_defaults import explicit_keys, standard_sources
 
-from ._generic import is_generic
-from ._meanings import config_meanings, describe_config
-from ._registry import _drop_stale_stop_value, _entry_to_train, get_entry
+from rlpipe.zoo._generic import is_generic
+from rlpipe.zoo._meanings import config_meanings, describe_config
+from rlpipe.zoo._registry import _drop_stale_stop_value, _entry_to_train, get_entry
 from rlpipe.runs.create import read_config
 
 

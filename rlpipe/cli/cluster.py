@@ -82,7 +82,7 @@ def add_cluster_commands(sub: Any) -> None:
 def run_cluster_command(args: argparse.Namespace,
                         print_summary: Callable[[Dict[str, Any]], None]) -> int:
     """Run `rlpipe serve`, `trainer` or `worker` (the trainer's summary goes to print_summary)."""
-    from . import _cluster
+    from rlpipe.zoo import _cluster
 
     if args.command == "serve":
         if args.stop:
@@ -95,14 +95,14 @@ def run_cluster_command(args: argparse.Namespace,
         print(_cluster.worker(args.hub, args.address, args.n, args.worker_id, args.num_cpus,
                               args.resource), flush=True)
         return 0
-    from ._train import train
+    from rlpipe.zoo._train import train
 
     if args.max_env_steps is not None and args.max_env_steps <= 0:
         raise ValueError(f"--max-env-steps must be positive, got {args.max_env_steps}")
     if args.overwrite and not args.run_dir:
         raise ValueError("--overwrite needs --run-dir (the folder whose run it replaces)")
     if args.resume:
-        from ._train import resume
+        from rlpipe.zoo._train import resume
 
         if args.run_dir or args.overwrite or args.seed:
             raise ValueError("rlpipe trainer --resume continues the run folder it names: drop "

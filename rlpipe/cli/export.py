@@ -30,7 +30,7 @@ def add_export_parser(sub: "argparse._SubParsersAction") -> argparse.ArgumentPar
 
 def run_export(args: argparse.Namespace) -> int:
     """Export as `args` say; print the summary as one JSON line."""
-    from ._export import export_run
+    from rlpipe.zoo._export import export_run
 
     result = export_run(args.target, fmt=args.fmt, out=args.out, which=args.which,
                         n_check=args.check_obs)

@@ -1,5 +1,9 @@
 """`rlpipe list | train | config | eval | export | plot | report | graph | dataset | tune |
-serve | trainer | worker`."""
+serve | trainer | worker`: the parser and `main`, the entry of the `rlpipe` console script and
+of `python -m rlpipe.cli`. Each command parses its arguments, calls one function of the layers
+below and prints; the larger commands have a module of their own here (`tune`, `export`,
+`dataset`, `cluster`, `after`: eval --video, train --seeds, report), `errors` turns an exception
+into the one line or paragraph the user reads."""
 from __future__ import annotations
 
 import argparse
@@ -14,7 +18,7 @@ DEBUG_HELP = "on an error, show the Python traceback too (also: RLPIPE_DEBUG=1)"
 
 
 def _parser() -> argparse.ArgumentParser:
-    from rlpipe.zoo._export_cli import add_export_parser
+    from rlpipe.cli.export import add_export_parser
 
     parser = argparse.ArgumentParser(prog="rlpipe", description="Train and evaluate RL agents.")
     parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
@@ -83,7 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("target", help="a run folder (runs/<name>/<timestamp>/) or a .pt file")
     evaluate.add_argument("--episodes", type=int, default=None, help="episodes (default 10)")
     evaluate.add_argument("--seed", type=int, default=12345)
-    from rlpipe.zoo._after_cli import add_report_command, add_seed_options, add_watch_options
+    from rlpipe.cli.after import add_report_command, add_seed_options, add_watch_options
 
     add_watch_options(evaluate)
     add_seed_options(train)
@@ -105,9 +109,9 @@ def _parser() -> argparse.ArgumentParser:
                        metavar="KEY=VALUE", help="override a config value, as for train")
     graph.add_argument("--out", help="draw it to this .png or .svg file instead of printing it")
 
-    from rlpipe.zoo._cluster_cli import add_cluster_commands
-    from rlpipe.zoo._dataset_cli import add_dataset_command
-    from rlpipe.zoo._tune_cli import add_tune_parser
+    from rlpipe.cli.cluster import add_cluster_commands
+    from rlpipe.cli.dataset import add_dataset_command
+    from rlpipe.cli.tune import add_tune_parser
 
     add_tune_parser(sub)
     add_dataset_command(sub)
@@ -216,7 +220,7 @@ def _entry_docstring(name: str) -> str:
 
 
 def _cmd_config(args: argparse.Namespace) -> int:
-    from rlpipe.zoo._config_view import show_config
+    from rlpipe.cli.config_view import show_config
 
     print(show_config(args.name, algo=args.algo, env=args.env, imports=args.imports,
                       overrides=args.overrides, dataset=args.dataset))
@@ -227,13 +231,13 @@ def _cmd_train(args: argparse.Namespace) -> int:
     from rlpipe.zoo import resume, train
 
     if args.seeds is not None or args.jobs is not None:
-        from rlpipe.zoo._after_cli import cmd_seeds
+        from rlpipe.cli.after import cmd_seeds
 
         return cmd_seeds(args)
     if args.max_env_steps is not None and args.max_env_steps <= 0:
         raise ValueError(f"--max-env-steps must be positive, got {args.max_env_steps}")
     if args.config:
-        from rlpipe.zoo._tune_cli import apply_config_file
+        from rlpipe.cli.tune import apply_config_file
 
         apply_config_file(args)
     if args.resume:
@@ -286,7 +290,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     from rlpipe.zoo._evaluate import evaluate_run
 
     if args.video is not None or args.render is not None:
-        from rlpipe.zoo._after_cli import cmd_watch
+        from rlpipe.cli.after import cmd_watch
 
         return cmd_watch(args)
     args.episodes = 10 if args.episodes is None else args.episodes
@@ -323,7 +327,7 @@ def _cmd_graph(args: argparse.Namespace) -> int:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    from rlpipe.zoo._cli_errors import debug_requested
+    from rlpipe.cli.errors import debug_requested
 
     args = _parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # for `train --seeds`'s children
@@ -340,7 +344,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         print("rlpipe: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - the kinds `report` explains; others propagate
-        from rlpipe.zoo._cli_errors import report
+        from rlpipe.cli.errors import report
 
         run_dir = getattr(args, "resume", None) or getattr(args, "run_dir", None)
         code = report(exc, args.command, run_dir, debug, _print_summary)
@@ -361,27 +365,24 @@ def _run_command(args: argparse.Namespace) -> int:
     if args.command == "config":
         return _cmd_config(args)
     if args.command == "dataset":
-        from rlpipe.zoo._dataset_cli import run_dataset_command
+        from rlpipe.cli.dataset import run_dataset_command
 
         return run_dataset_command(args)
     if args.command == "report":
-        from rlpipe.zoo._after_cli import cmd_report
+        from rlpipe.cli.after import cmd_report
 
         return cmd_report(args)
     if args.command == "export":
-        from rlpipe.zoo._export_cli import run_export
+        from rlpipe.cli.export import run_export
 
         return run_export(args)
     if args.command == "tune":
-        from rlpipe.zoo._tune_cli import run_tune
+        from rlpipe.cli.tune import run_tune
 
         return run_tune(args)
     if args.command in ("serve", "trainer", "worker"):
-        from rlpipe.zoo._cluster_cli import run_cluster_command
+        from rlpipe.cli.cluster import run_cluster_command
 
         return run_cluster_command(args, _print_summary)
     return _cmd_eval(args)
 
-
-if __name__ == "__main__":
-    sys.exit(main())
