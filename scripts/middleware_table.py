@@ -93,6 +93,10 @@ def _examples_of_each_middleware(mw, cfg, env, policy, buffer_):
         "progress_bar(cfg)": mw.progress_bar(cfg, disable=True),
         "CkptSaver(cfg, policy)": mw.CkptSaver(cfg, policy),
         "overrun_meter()": mw.overrun_meter(),
+        "eps_greedy_masker()": mw.eps_greedy_masker(),
+        "offline_logger(cfg)": mw.offline_logger(cfg, tensorboard=False),
+        "final_ctx_saver(name)": mw.final_ctx_saver(cfg.run_dir),
+        "offline_data_saver(path)": mw.offline_data_saver(cfg.run_dir + "/data.hdf5"),
     }
 
 
