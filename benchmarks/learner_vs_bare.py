@@ -1,0 +1,329 @@
+"""One learner update: rlpipe's `policy.learn_mode.forward(batch)` against a bare torch loop.
+
+For each algorithm, rlpipe's policy is built at its default config from a small env's spaces
+(DQN: CartPole's; SAC, TD3, BC: Pendulum's) and fed one fixed batch of random transitions of
+its default batch size, as the learner middleware feeds it (numpy arrays). The bare loop in this
+file builds plain `nn.Sequential` networks of the same shapes, the same Adam (fused, same lr)
+per network, and does the same math per update written out directly: the same forward passes,
+losses, backward passes, optimizer steps, target updates (a foreach lerp or a hard copy) and
+gradient-norm clipping where the policy clips. Its batch is converted from the same numpy arrays
+at each update (as the policy converts it) and it reads one scalar loss back per update, as a
+training loop that logs would; the policy reads back its statistics.
+
+- dqn: double-Q Huber TD loss, grad norm 10, hard target copy every 500 updates.
+- sac: twin critics on the soft target, squashed Gaussian actor, automatic temperature,
+  critics frozen during the actor step, Polyak targets every update.
+- td3: twin critics on the smoothed target, actor and targets every second update.
+- bc: MSE of a deterministic actor to the batch's actions in [-1, 1].
+
+Timing is this process's CPU time (`time.process_time`), one torch thread, after a warm-up; each
+round times N updates of each side, the side that runs first alternating by round, and the
+table shows the median per-update time over rounds.
+
+Run:  python benchmarks/learner_vs_bare.py [--rounds 7] [--updates 200] [--algos dqn sac ...]
+      python benchmarks/learner_vs_bare.py --quick      (dqn and bc, 2 rounds of 5 updates)
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import pathlib
+import time
+from typing import Any, Callable, Dict, List, NamedTuple, Tuple
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+from rlpipe.policies import get_policy  # noqa: E402
+
+CARTPOLE_OBS = gym.spaces.Box(-np.inf, np.inf, (4,), np.float32)
+CARTPOLE_ACT = gym.spaces.Discrete(2)
+PENDULUM_OBS = gym.spaces.Box(-8.0, 8.0, (3,), np.float32)
+PENDULUM_ACT = gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
+
+
+def mlp(sizes: List[int], activate_last: bool = False) -> nn.Sequential:
+    layers: List[nn.Module] = []
+    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+        layers.append(nn.Linear(a, b))
+        if i < len(sizes) - 2 or activate_last:
+            layers.append(nn.ReLU())
+    return nn.Sequential(*layers)
+
+
+def adam(params, lr: float) -> torch.optim.Adam:
+    return torch.optim.Adam(list(params), lr=lr, fused=True)
+
+
+def transitions(obs_space: gym.spaces.Box, action_space: gym.Space, n: int) -> Dict[str, np.ndarray]:
+    """n random one-step transitions in env units, as a replay buffer's sample holds them."""
+    rng = np.random.default_rng(0)
+    obs_dim = obs_space.shape[0]
+    if isinstance(action_space, gym.spaces.Discrete):
+        action = rng.integers(action_space.n, size=n).astype(np.int64)
+    else:
+        action = rng.uniform(action_space.low, action_space.high,
+                             (n, *action_space.shape)).astype(np.float32)
+    return {"obs": rng.normal(size=(n, obs_dim)).astype(np.float32), "action": action,
+            "reward": rng.normal(size=n).astype(np.float32),
+            "next_obs": rng.normal(size=(n, obs_dim)).astype(np.float32),
+            "terminated": rng.random(n) < 0.05, "truncated": np.zeros(n, bool)}
+
+
+# ------------------------------------------------------------------------------------------------
+# bare updates: each builder returns a Case
+# ------------------------------------------------------------------------------------------------
+class Case(NamedTuple):
+    policy: Any                             # rlpipe's policy at its default config
+    batch: Dict[str, np.ndarray]            # the fixed batch both sides learn from
+    update: Callable[[], float]             # one bare update; returns the loss read back
+    optimizers: List[torch.optim.Optimizer]  # the bare loop's (to compare with the policy's)
+
+
+def bare_dqn() -> Case:
+    policy = get_policy("dqn")({"seed": 0}, CARTPOLE_OBS, CARTPOLE_ACT)
+    c = policy.cfg.learn
+    batch = transitions(CARTPOLE_OBS, CARTPOLE_ACT, c.batch_size)
+    online = mlp([4, *policy.cfg.model.hidden, 2])
+    target = mlp([4, *policy.cfg.model.hidden, 2]).requires_grad_(False)
+    target.load_state_dict(online.state_dict())
+    params = list(online.parameters())
+    opt = adam(params, c.lr)
+    step = [0]
+
+    def update() -> float:
+        o, a = torch.from_numpy(batch["obs"]), torch.from_numpy(batch["action"]).view(-1, 1)
+        r, no = torch.from_numpy(batch["reward"]), torch.from_numpy(batch["next_obs"])
+        d = torch.from_numpy(batch["terminated"]).float()
+        with torch.no_grad():
+            nq_t = target(no)
+            na = online(no).argmax(1, keepdim=True)
+            y = r + c.gamma * (1.0 - d) * nq_t.gather(1, na).squeeze(1)
+        q = online(o).gather(1, a).squeeze(1)
+        loss = F.smooth_l1_loss(q, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(params, c.grad_clip)
+        opt.step()
+        step[0] += 1
+        if step[0] % c.target_update_freq == 0:
+            target.load_state_dict(online.state_dict())
+        return loss.item()
+
+    return Case(policy, batch, update, [opt])
+
+
+class BareSquashed(nn.Module):
+    """trunk → (mean, log std squashed into [lo, hi]); sample → tanh(u), log π."""
+
+    def __init__(self, obs_dim: int, act_dim: int, hidden: List[int], lo: float, hi: float):
+        super().__init__()
+        self.trunk = mlp([obs_dim, *hidden], activate_last=True)
+        self.mean, self.log_std = nn.Linear(hidden[-1], act_dim), nn.Linear(hidden[-1], act_dim)
+        self.lo, self.hi = lo, hi
+
+    def sample(self, obs: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        h = self.trunk(obs)
+        mean = self.mean(h)
+        log_std = self.lo + 0.5 * (self.hi - self.lo) * (torch.tanh(self.log_std(h)) + 1.0)
+        noise = torch.randn_like(mean)
+        u = mean + log_std.exp() * noise
+        logp = (-0.5 * noise.pow(2) - log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
+        logp = logp - (2.0 * (math.log(2.0) - u - F.softplus(-2.0 * u))).sum(-1)
+        return torch.tanh(u), logp
+
+
+def twin(obs_dim: int, act_dim: int, hidden: List[int]) -> Tuple[nn.ModuleList, nn.ModuleList]:
+    qs = nn.ModuleList(mlp([obs_dim + act_dim, *hidden, 1]) for _ in range(2))
+    qt = nn.ModuleList(mlp([obs_dim + act_dim, *hidden, 1]) for _ in range(2))
+    qt.load_state_dict(qs.state_dict())
+    return qs, qt.requires_grad_(False)
+
+
+def both_q(qs: nn.ModuleList, o: torch.Tensor, a: torch.Tensor):
+    x = torch.cat([o, a], 1)
+    return qs[0](x).squeeze(1), qs[1](x).squeeze(1)
+
+
+def continuous_batch(batch: Dict[str, np.ndarray]):
+    """Tensors of the batch, its actions mapped from Pendulum's [-2, 2] to [-1, 1]."""
+    o, no = torch.from_numpy(batch["obs"]), torch.from_numpy(batch["next_obs"])
+    a = torch.from_numpy(batch["action"]) / 2.0
+    r, d = torch.from_numpy(batch["reward"]), torch.from_numpy(batch["terminated"]).float()
+    return o, a, r, no, d
+
+
+def bare_sac() -> Case:
+    policy = get_policy("sac")({"seed": 0}, PENDULUM_OBS, PENDULUM_ACT)
+    c, m = policy.cfg.learn, policy.cfg.model
+    batch = transitions(PENDULUM_OBS, PENDULUM_ACT, c.batch_size)
+    actor = BareSquashed(3, 1, list(m.actor_hidden), m.log_std_min, m.log_std_max)
+    qs, qt = twin(3, 1, list(m.critic_hidden))
+    q_params, qt_params = list(qs.parameters()), list(qt.parameters())
+    log_alpha = torch.tensor(math.log(c.init_alpha), requires_grad=True)
+    q_opt, a_opt = adam(q_params, c.critic_lr), adam(actor.parameters(), c.actor_lr)
+    alpha_opt = adam([log_alpha], c.alpha_lr)
+
+    def update() -> float:
+        o, a, r, no, d = continuous_batch(batch)
+        with torch.no_grad():
+            na, nlogp = actor.sample(no)
+            y = r + c.gamma * (1.0 - d) * (torch.min(*both_q(qt, no, na)) - log_alpha.exp() * nlogp)
+        q1, q2 = both_q(qs, o, a)
+        q_loss = F.mse_loss(q1, y) + F.mse_loss(q2, y)
+        q_opt.zero_grad(set_to_none=True)
+        q_loss.backward()
+        q_opt.step()
+        pa, logp = actor.sample(o)
+        alpha = log_alpha.detach().exp()
+        for p in q_params:
+            p.requires_grad_(False)
+        actor_loss = (alpha * logp - torch.min(*both_q(qs, o, pa))).mean()
+        for p in q_params:
+            p.requires_grad_(True)
+        a_opt.zero_grad(set_to_none=True)
+        actor_loss.backward()
+        alpha_loss = -(log_alpha * (logp.detach() - 1.0)).mean()
+        alpha_opt.zero_grad(set_to_none=True)
+        alpha_loss.backward()
+        a_opt.step()
+        alpha_opt.step()
+        torch._foreach_lerp_(qt_params, q_params, c.tau)
+        return q_loss.item()
+
+    return Case(policy, batch, update, [q_opt, a_opt, alpha_opt])
+
+
+def bare_td3() -> Case:
+    policy = get_policy("td3")({"seed": 0}, PENDULUM_OBS, PENDULUM_ACT)
+    c, m = policy.cfg.learn, policy.cfg.model
+    batch = transitions(PENDULUM_OBS, PENDULUM_ACT, c.batch_size)
+
+    def make_actor() -> nn.Sequential:
+        return nn.Sequential(mlp([3, *m.actor_hidden, 1]), nn.Tanh())
+
+    actor, actor_t = make_actor(), make_actor().requires_grad_(False)
+    actor_t.load_state_dict(actor.state_dict())
+    qs, qt = twin(3, 1, list(m.critic_hidden))
+    q_params = list(qs.parameters())
+    online = list(actor.parameters()) + q_params
+    targets = list(actor_t.parameters()) + list(qt.parameters())
+    q_opt, a_opt = adam(q_params, c.critic_lr), adam(actor.parameters(), c.actor_lr)
+    step = [0]
+
+    def update() -> float:
+        o, a, r, no, d = continuous_batch(batch)
+        with torch.no_grad():
+            na = actor_t(no)
+            noise = (torch.randn_like(na) * c.target_noise).clamp(-c.target_noise_clip,
+                                                                   c.target_noise_clip)
+            na = (na + noise).clamp(-1.0, 1.0)
+            y = r + c.gamma * (1.0 - d) * torch.min(*both_q(qt, no, na))
+        q1, q2 = both_q(qs, o, a)
+        q_loss = F.mse_loss(q1, y) + F.mse_loss(q2, y)
+        q_opt.zero_grad(set_to_none=True)
+        q_loss.backward()
+        q_opt.step()
+        step[0] += 1
+        if step[0] % c.policy_delay == 0:
+            for p in q_params:
+                p.requires_grad_(False)
+            actor_loss = -qs[0](torch.cat([o, actor(o)], 1)).mean()
+            for p in q_params:
+                p.requires_grad_(True)
+            a_opt.zero_grad(set_to_none=True)
+            actor_loss.backward()
+            a_opt.step()
+            torch._foreach_lerp_(targets, online, c.tau)
+        return q_loss.item()
+
+    return Case(policy, batch, update, [q_opt, a_opt])
+
+
+def bare_bc() -> Case:
+    policy = get_policy("bc")({"seed": 0}, PENDULUM_OBS, PENDULUM_ACT)
+    c = policy.cfg.learn
+    batch = transitions(PENDULUM_OBS, PENDULUM_ACT, c.batch_size)
+    net = nn.Sequential(mlp([3, *policy.cfg.model.hidden, 1]), nn.Tanh())
+    params = list(net.parameters())
+    opt = adam(params, c.lr)
+
+    def update() -> float:
+        o, a = torch.from_numpy(batch["obs"]), torch.from_numpy(batch["action"]) / 2.0
+        loss = F.mse_loss(net(o), a)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(params, math.inf)  # the policy reports the grad norm
+        opt.step()
+        return loss.item()
+
+    return Case(policy, batch, update, [opt])
+
+
+BUILDERS = {"dqn": bare_dqn, "sac": bare_sac, "td3": bare_td3, "bc": bare_bc}
+NOT_YET = {
+    "ppo": "its bare loop (GAE batch, clipped objective) is not written yet",
+    "ppo-lstm": "its bare loop (sequence batch, LSTM re-run) is not written yet",
+    "r2d2": "its bare loop (burn-in sequences, value rescaling) is not written yet",
+    "mappo": "its bare loop (per-agent batch, centralised critic) is not written yet",
+    "iql": "its bare loop (expectile value, AWR actor) is not written yet",
+    "td3-bc": "its bare loop is not written yet",
+    "cql": "its bare loop (conservative penalty) is not written yet",
+}
+
+
+def cpu_ms(fn: Callable[[], object], n: int) -> float:
+    start = time.process_time()
+    for _ in range(n):
+        fn()
+    return (time.process_time() - start) * 1e3 / n
+
+
+def measure(name: str, rounds: int, updates: int) -> Tuple[float, float]:
+    """(rlpipe CPU ms per update, bare CPU ms per update): medians over rounds."""
+    policy, batch, bare, _ = BUILDERS[name]()
+    learn = lambda: policy.learn_mode.forward(batch)  # noqa: E731
+    for _ in range(max(3, updates // 10)):  # warm-up: allocator, optimizer state, lazy inits
+        learn()
+        bare()
+    ours: List[float] = []
+    theirs: List[float] = []
+    for r in range(rounds):
+        if r % 2 == 0:
+            ours.append(cpu_ms(learn, updates))
+            theirs.append(cpu_ms(bare, updates))
+        else:
+            theirs.append(cpu_ms(bare, updates))
+            ours.append(cpu_ms(learn, updates))
+    return statistics.median(ours), statistics.median(theirs)
+
+
+def main(argv: List[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--algos", nargs="+", default=list(BUILDERS), choices=list(BUILDERS))
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--updates", type=int, default=200, help="updates per side per round")
+    ap.add_argument("--quick", action="store_true", help="dqn and bc, 2 rounds of 5 updates")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.algos, args.rounds, args.updates = ["dqn", "bc"], 2, 5
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    print(f"{'algorithm':<10} {'rlpipe ms':>10} {'bare ms':>10} {'ratio':>7}")
+    for name in args.algos:
+        ours, bare = measure(name, args.rounds, args.updates)
+        print(f"{name:<10} {ours:>10.3f} {bare:>10.3f} {ours / bare:>7.2f}", flush=True)
+    if not args.quick:
+        for name, why in NOT_YET.items():
+            print(f"skipped {name}: {why}")
+
+
+if __name__ == "__main__":
+    main()
