@@ -201,10 +201,17 @@ def bare_sac() -> Case:
     return Case(policy, batch, update, [q_opt, a_opt, alpha_opt])
 
 
-def bare_td3() -> Case:
-    policy = get_policy("td3")({"seed": 0}, PENDULUM_OBS, PENDULUM_ACT)
+def bare_td3(bc: bool = False) -> Case:
+    """TD3, or with `bc` TD3+BC: observations normalised by the data's mean and std (the policy
+    is told the same), the actor loss −λ Q1(s, π(s)) + (π(s) − a)² with λ = α / mean |Q1|."""
+    policy = get_policy("td3-bc" if bc else "td3")({"seed": 0}, PENDULUM_OBS, PENDULUM_ACT)
     c, m = policy.cfg.learn, policy.cfg.model
     batch = transitions(PENDULUM_OBS, PENDULUM_ACT, c.batch_size)
+    if bc:
+        data = np.concatenate([batch["obs"], batch["next_obs"]])
+        mean, std = data.mean(0), data.std(0)
+        policy.set_obs_normalizer(mean, std)
+        obs_mean, obs_scale = torch.from_numpy(mean), torch.from_numpy(std) + 1e-3
 
     def make_actor() -> nn.Sequential:
         return nn.Sequential(mlp([3, *m.actor_hidden, 1]), nn.Tanh())
@@ -220,6 +227,8 @@ def bare_td3() -> Case:
 
     def update() -> float:
         o, a, r, no, d = continuous_batch(batch)
+        if bc:
+            o, no = (o - obs_mean) / obs_scale, (no - obs_mean) / obs_scale
         with torch.no_grad():
             na = actor_t(no)
             noise = (torch.randn_like(na) * c.target_noise).clamp(-c.target_noise_clip,
@@ -235,7 +244,12 @@ def bare_td3() -> Case:
         if step[0] % c.policy_delay == 0:
             for p in q_params:
                 p.requires_grad_(False)
-            actor_loss = -qs[0](torch.cat([o, actor(o)], 1)).mean()
+            pi = actor(o)
+            q = qs[0](torch.cat([o, pi], 1))
+            if bc:
+                actor_loss = -c.alpha / q.abs().mean().detach() * q.mean() + F.mse_loss(pi, a)
+            else:
+                actor_loss = -q.mean()
             for p in q_params:
                 p.requires_grad_(True)
             a_opt.zero_grad(set_to_none=True)
@@ -245,6 +259,57 @@ def bare_td3() -> Case:
         return q_loss.item()
 
     return Case(policy, batch, update, [q_opt, a_opt])
+
+
+def bare_td3_bc() -> Case:
+    return bare_td3(bc=True)
+
+
+def bare_iql() -> Case:
+    """IQL: V by expectile regression on the target critics' min, both Q's on r + γ V(s'),
+    a state-independent Gaussian actor by advantage-weighted log-likelihood, Polyak targets."""
+    policy = get_policy("iql")({"seed": 0}, PENDULUM_OBS, PENDULUM_ACT)
+    c, m = policy.cfg.learn, policy.cfg.model
+    batch = transitions(PENDULUM_OBS, PENDULUM_ACT, c.batch_size)
+    trunk = mlp([3, *m.actor_hidden], activate_last=True)
+    mean_head = nn.Linear(m.actor_hidden[-1], 1)
+    log_std = nn.Parameter(torch.zeros(1))
+    actor_params = [*trunk.parameters(), *mean_head.parameters(), log_std]
+    value = mlp([3, *m.value_hidden, 1])
+    qs, qt = twin(3, 1, list(m.critic_hidden))
+    q_params, qt_params = list(qs.parameters()), list(qt.parameters())
+    v_opt, q_opt = adam(value.parameters(), c.value_lr), adam(q_params, c.critic_lr)
+    a_opt = adam(actor_params, c.actor_lr)
+
+    def update() -> float:
+        o, a, r, no, d = continuous_batch(batch)
+        with torch.no_grad():
+            q_hat = torch.min(*both_q(qt, o, a))
+        u = q_hat - value(o).squeeze(1)
+        v_loss = (torch.abs(c.expectile - (u < 0).float()) * u.pow(2)).mean()
+        v_opt.zero_grad(set_to_none=True)
+        v_loss.backward()
+        v_opt.step()
+        with torch.no_grad():
+            v = value(o).squeeze(1)
+            y = r + c.gamma * (1.0 - d) * value(no).squeeze(1)
+        q1, q2 = both_q(qs, o, a)
+        q_loss = F.mse_loss(q1, y) + F.mse_loss(q2, y)
+        q_opt.zero_grad(set_to_none=True)
+        q_loss.backward()
+        weight = torch.exp(c.beta * (q_hat - v)).clamp(max=c.max_weight)
+        ls = log_std.clamp(m.log_std_min, m.log_std_max)
+        z = (a - torch.tanh(mean_head(trunk(o)))) * torch.exp(-ls)
+        logp = (-0.5 * z.pow(2) - ls - 0.5 * math.log(2 * math.pi)).sum(-1)
+        actor_loss = -(weight * logp).mean()
+        a_opt.zero_grad(set_to_none=True)
+        actor_loss.backward()
+        q_opt.step()
+        a_opt.step()
+        torch._foreach_lerp_(qt_params, q_params, c.tau)
+        return q_loss.item()
+
+    return Case(policy, batch, update, [v_opt, q_opt, a_opt])
 
 
 def bare_bc() -> Case:
@@ -267,14 +332,13 @@ def bare_bc() -> Case:
     return Case(policy, batch, update, [opt])
 
 
-BUILDERS = {"dqn": bare_dqn, "sac": bare_sac, "td3": bare_td3, "bc": bare_bc}
+BUILDERS = {"dqn": bare_dqn, "sac": bare_sac, "td3": bare_td3, "bc": bare_bc,
+            "iql": bare_iql, "td3-bc": bare_td3_bc}
 NOT_YET = {
     "ppo": "its bare loop (GAE batch, clipped objective) is not written yet",
     "ppo-lstm": "its bare loop (sequence batch, LSTM re-run) is not written yet",
     "r2d2": "its bare loop (burn-in sequences, value rescaling) is not written yet",
     "mappo": "its bare loop (per-agent batch, centralised critic) is not written yet",
-    "iql": "its bare loop (expectile value, AWR actor) is not written yet",
-    "td3-bc": "its bare loop is not written yet",
     "cql": "its bare loop (conservative penalty) is not written yet",
 }
 
