@@ -160,8 +160,11 @@ def continuous_batch(batch: Dict[str, np.ndarray]):
     return o, a, r, no, d
 
 
-def bare_sac() -> Case:
-    policy = get_policy("sac")({"seed": 0}, PENDULUM_OBS, PENDULUM_ACT)
+def bare_sac(cql: bool = False) -> Case:
+    """SAC, or with `cql` CQL(H) at its defaults: the target without the entropy term, and the
+    critics' loss plus α_cql Σ_i mean(T logsumexp_j((Q_i(s, a_j) − log μ(a_j)) / T) − Q_i(s, a))
+    over n uniform actions and n actions of π at s and at s' per state."""
+    policy = get_policy("cql" if cql else "sac")({"seed": 0}, PENDULUM_OBS, PENDULUM_ACT)
     c, m = policy.cfg.learn, policy.cfg.model
     batch = transitions(PENDULUM_OBS, PENDULUM_ACT, c.batch_size)
     actor = BareSquashed(3, 1, list(m.actor_hidden), m.log_std_min, m.log_std_max)
@@ -170,14 +173,37 @@ def bare_sac() -> Case:
     log_alpha = torch.tensor(math.log(c.init_alpha), requires_grad=True)
     q_opt, a_opt = adam(q_params, c.critic_lr), adam(actor.parameters(), c.actor_lr)
     alpha_opt = adam([log_alpha], c.alpha_lr)
+    optimizers = [q_opt, a_opt, alpha_opt]
+    if cql:  # the Lagrange multiplier's optimizer, idle at the default fixed α_cql
+        optimizers.append(adam([torch.zeros((), requires_grad=True)], c.alpha_prime_lr))
+
+    def penalty(o: torch.Tensor, no: torch.Tensor, q_data: Tuple[torch.Tensor, ...]):
+        rows, n = o.shape[0], c.cql_n_actions
+        with torch.no_grad():
+            uniform = torch.rand((rows, n, 1)) * 2 - 1
+            current, current_logp = actor.sample(o.repeat_interleave(n, 0))
+            following, following_logp = actor.sample(no.repeat_interleave(n, 0))
+            acts = torch.cat([uniform, current.view(rows, n, 1), following.view(rows, n, 1)], 1)
+            log_mu = torch.cat([torch.full((rows, n), math.log(0.5)), current_logp.view(rows, n),
+                                following_logp.view(rows, n)], 1)
+        q_sampled = both_q(qs, o.repeat_interleave(3 * n, 0), acts.view(rows * 3 * n, 1))
+        t = c.cql_temperature
+        gaps = [(t * torch.logsumexp((qs_.view(rows, 3 * n) - log_mu) / t, -1) - qd).mean()
+                for qs_, qd in zip(q_sampled, q_data)]
+        return c.cql_alpha * (gaps[0] + gaps[1])
 
     def update() -> float:
         o, a, r, no, d = continuous_batch(batch)
         with torch.no_grad():
             na, nlogp = actor.sample(no)
-            y = r + c.gamma * (1.0 - d) * (torch.min(*both_q(qt, no, na)) - log_alpha.exp() * nlogp)
+            next_value = torch.min(*both_q(qt, no, na))
+            if not cql:
+                next_value = next_value - log_alpha.exp() * nlogp
+            y = r + c.gamma * (1.0 - d) * next_value
         q1, q2 = both_q(qs, o, a)
         q_loss = F.mse_loss(q1, y) + F.mse_loss(q2, y)
+        if cql:
+            q_loss = q_loss + penalty(o, no, (q1, q2))
         q_opt.zero_grad(set_to_none=True)
         q_loss.backward()
         q_opt.step()
@@ -198,7 +224,11 @@ def bare_sac() -> Case:
         torch._foreach_lerp_(qt_params, q_params, c.tau)
         return q_loss.item()
 
-    return Case(policy, batch, update, [q_opt, a_opt, alpha_opt])
+    return Case(policy, batch, update, optimizers)
+
+
+def bare_cql() -> Case:
+    return bare_sac(cql=True)
 
 
 def bare_td3(bc: bool = False) -> Case:
@@ -333,13 +363,12 @@ def bare_bc() -> Case:
 
 
 BUILDERS = {"dqn": bare_dqn, "sac": bare_sac, "td3": bare_td3, "bc": bare_bc,
-            "iql": bare_iql, "td3-bc": bare_td3_bc}
+            "iql": bare_iql, "td3-bc": bare_td3_bc, "cql": bare_cql}
 NOT_YET = {
     "ppo": "its bare loop (GAE batch, clipped objective) is not written yet",
     "ppo-lstm": "its bare loop (sequence batch, LSTM re-run) is not written yet",
     "r2d2": "its bare loop (burn-in sequences, value rescaling) is not written yet",
     "mappo": "its bare loop (per-agent batch, centralised critic) is not written yet",
-    "cql": "its bare loop (conservative penalty) is not written yet",
 }
 
 
