@@ -1,7 +1,7 @@
 """One learner update: rlpipe's `policy.learn_mode.forward(batch)` against a bare torch loop.
 
 For each algorithm, rlpipe's policy is built at its default config from a small env's spaces
-(DQN: CartPole's; SAC, TD3, BC: Pendulum's) and fed one fixed batch of random transitions of
+(DQN: CartPole's; the others: Pendulum's) and fed one fixed batch of random transitions of
 its default batch size, as the learner middleware feeds it (numpy arrays). The bare loop in this
 file builds plain `nn.Sequential` networks of the same shapes, the same Adam (fused, same lr)
 per network, and does the same math per update written out directly: the same forward passes,
@@ -15,12 +15,18 @@ training loop that logs would; the policy reads back its statistics.
   critics frozen during the actor step, Polyak targets every update.
 - td3: twin critics on the smoothed target, actor and targets every second update.
 - bc: MSE of a deterministic actor to the batch's actions in [-1, 1].
+- iql: expectile V, twin Q's on r + γ V(s'), advantage-weighted Gaussian actor, Polyak targets.
+- td3-bc: TD3 on normalised observations with the λ-weighted Q plus BC actor loss.
+- cql: SAC without the entropy backup, plus the conservative gap over 3 × 10 sampled actions.
+
+PPO, PPO-LSTM, R2D2 and MAPPO have no bare loop here yet (the run says so).
 
 Timing is this process's CPU time (`time.process_time`), one torch thread, after a warm-up; each
-round times N updates of each side, the side that runs first alternating by round, and the
-table shows the median per-update time over rounds.
+round times N updates of each side (N fills about --round-ms of CPU time, unless --updates sets
+it), the side that runs first alternating by round, and the table shows the median per-update
+time over rounds.
 
-Run:  python benchmarks/learner_vs_bare.py [--rounds 7] [--updates 200] [--algos dqn sac ...]
+Run:  python benchmarks/learner_vs_bare.py [--rounds 7] [--round-ms 1000] [--algos dqn sac ...]
       python benchmarks/learner_vs_bare.py --quick      (dqn and bc, 2 rounds of 5 updates)
 """
 from __future__ import annotations
@@ -28,8 +34,8 @@ from __future__ import annotations
 import argparse
 import math
 import statistics
-import sys
 import pathlib
+import sys
 import time
 from typing import Any, Callable, Dict, List, NamedTuple, Tuple
 
@@ -379,13 +385,16 @@ def cpu_ms(fn: Callable[[], object], n: int) -> float:
     return (time.process_time() - start) * 1e3 / n
 
 
-def measure(name: str, rounds: int, updates: int) -> Tuple[float, float]:
-    """(rlpipe CPU ms per update, bare CPU ms per update): medians over rounds."""
+def measure(name: str, rounds: int, updates: int | None, round_ms: float) -> Tuple[float, float]:
+    """(rlpipe CPU ms per update, bare CPU ms per update): medians over rounds. Each side runs
+    `updates` updates per round, or (None) as many as fill about `round_ms` of CPU time."""
     policy, batch, bare, _ = BUILDERS[name]()
     learn = lambda: policy.learn_mode.forward(batch)  # noqa: E731
-    for _ in range(max(3, updates // 10)):  # warm-up: allocator, optimizer state, lazy inits
+    for _ in range(3):  # warm-up: allocator, optimizer state, lazy inits
         learn()
         bare()
+    if updates is None:
+        updates = int(min(1000, max(3, round_ms / cpu_ms(learn, 3))))
     ours: List[float] = []
     theirs: List[float] = []
     for r in range(rounds):
@@ -402,7 +411,10 @@ def main(argv: List[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--algos", nargs="+", default=list(BUILDERS), choices=list(BUILDERS))
     ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--updates", type=int, default=200, help="updates per side per round")
+    ap.add_argument("--updates", type=int, default=None,
+                    help="updates per side per round (default: about --round-ms of CPU time)")
+    ap.add_argument("--round-ms", type=float, default=1000.0,
+                    help="CPU ms per side per round when --updates is not given")
     ap.add_argument("--quick", action="store_true", help="dqn and bc, 2 rounds of 5 updates")
     args = ap.parse_args(argv)
     if args.quick:
@@ -411,7 +423,7 @@ def main(argv: List[str] | None = None) -> None:
     torch.manual_seed(0)
     print(f"{'algorithm':<10} {'rlpipe ms':>10} {'bare ms':>10} {'ratio':>7}")
     for name in args.algos:
-        ours, bare = measure(name, args.rounds, args.updates)
+        ours, bare = measure(name, args.rounds, args.updates, args.round_ms)
         print(f"{name:<10} {ours:>10.3f} {bare:>10.3f} {ours / bare:>7.2f}", flush=True)
     if not args.quick:
         for name, why in NOT_YET.items():
