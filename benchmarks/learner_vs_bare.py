@@ -18,8 +18,10 @@ training loop that logs would; the policy reads back its statistics.
 - iql: expectile V, twin Q's on r + γ V(s'), advantage-weighted Gaussian actor, Polyak targets.
 - td3-bc: TD3 on normalised observations with the λ-weighted Q plus BC actor loss.
 - cql: SAC without the entropy backup, plus the conservative gap over 3 × 10 sampled actions.
+- ppo: one learn call = 10 epochs over a 256-row CartPole rollout in minibatches of 64 (40
+  gradient steps), the clipped objective, grad norm 0.5.
 
-PPO, PPO-LSTM, R2D2 and MAPPO have no bare loop here yet (the run says so).
+PPO-LSTM, R2D2 and MAPPO have no bare loop here yet (the run says so).
 
 Timing is this process's CPU time (`time.process_time`), one torch thread, after a warm-up; each
 round times N updates of each side (N fills about --round-ms of CPU time, unless --updates sets
@@ -44,6 +46,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.distributions import Categorical
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
@@ -68,7 +71,8 @@ def adam(params, lr: float) -> torch.optim.Adam:
     return torch.optim.Adam(list(params), lr=lr, fused=True)
 
 
-def transitions(obs_space: gym.spaces.Box, action_space: gym.Space, n: int) -> Dict[str, np.ndarray]:
+def transitions(obs_space: gym.spaces.Box, action_space: gym.Space,
+                n: int) -> Dict[str, np.ndarray]:
     """n random one-step transitions in env units, as a replay buffer's sample holds them."""
     rng = np.random.default_rng(0)
     obs_dim = obs_space.shape[0]
@@ -348,6 +352,63 @@ def bare_iql() -> Case:
     return Case(policy, batch, update, [v_opt, q_opt, a_opt])
 
 
+PPO_ROWS = 256  # one rollout: 8 envs × 32 steps, as cartpole-ppo collects
+
+
+def bare_ppo() -> Case:
+    """PPO: one learn call is epoch_per_collect passes over a 256-row rollout in shuffled
+    minibatches; separate tanh actor and critic MLPs, the clipped objective with per-minibatch
+    advantage normalisation, ½ squared value error, grad norm 0.5 (the policy reports it)."""
+    policy = get_policy("ppo")({"seed": 0}, CARTPOLE_OBS, CARTPOLE_ACT)
+    c, hidden = policy.cfg.learn, list(policy.cfg.model.hidden)
+    rng = np.random.default_rng(0)
+    batch = {"obs": rng.normal(size=(PPO_ROWS, 4)).astype(np.float32),
+             "action": rng.integers(2, size=PPO_ROWS).astype(np.int64),
+             "logp": np.full(PPO_ROWS, math.log(0.5), np.float32),
+             "adv": rng.normal(size=PPO_ROWS).astype(np.float32),
+             "return": rng.normal(size=PPO_ROWS).astype(np.float32)}
+
+    def tanh_mlp(sizes: List[int]) -> nn.Sequential:
+        layers: List[nn.Module] = []
+        for a, b in zip(sizes[:-1], sizes[1:]):
+            layers += [nn.Linear(a, b), nn.Tanh()]
+        return nn.Sequential(*layers)
+
+    actor, critic = tanh_mlp([4, *hidden]), tanh_mlp([4, *hidden])
+    action_head, value_head = nn.Linear(hidden[-1], 2), nn.Linear(hidden[-1], 1)
+    params = [*actor.parameters(), *critic.parameters(), *action_head.parameters(),
+              *value_head.parameters()]
+    opt = adam(params, c.lr)
+    gen = torch.Generator().manual_seed(1)
+
+    def update() -> float:
+        o, a = torch.from_numpy(batch["obs"]), torch.from_numpy(batch["action"])
+        old_logp, all_adv = torch.from_numpy(batch["logp"]), torch.from_numpy(batch["adv"])
+        ret = torch.from_numpy(batch["return"])
+        for _ in range(c.epoch_per_collect):
+            order = torch.randperm(PPO_ROWS, generator=gen)
+            for i in range(0, PPO_ROWS, c.batch_size):
+                idx = order[i:i + c.batch_size]
+                ob = o[idx]
+                dist = Categorical(logits=action_head(actor(ob)), validate_args=False)
+                value = value_head(critic(ob)).squeeze(-1)
+                ratio = (dist.log_prob(a[idx]) - old_logp[idx]).exp()
+                adv = all_adv[idx]
+                adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+                policy_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1 - c.clip_ratio,
+                                                                         1 + c.clip_ratio)).mean()
+                value_loss = (0.5 * (value - ret[idx]) ** 2).mean()
+                entropy = dist.entropy().mean()
+                loss = policy_loss + c.value_coef * value_loss - c.entropy_coef * entropy
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                nn.utils.clip_grad_norm_(params, c.grad_clip)
+                opt.step()
+        return loss.item()
+
+    return Case(policy, batch, update, [opt])
+
+
 def bare_bc() -> Case:
     policy = get_policy("bc")({"seed": 0}, PENDULUM_OBS, PENDULUM_ACT)
     c = policy.cfg.learn
@@ -369,9 +430,8 @@ def bare_bc() -> Case:
 
 
 BUILDERS = {"dqn": bare_dqn, "sac": bare_sac, "td3": bare_td3, "bc": bare_bc,
-            "iql": bare_iql, "td3-bc": bare_td3_bc, "cql": bare_cql}
+            "iql": bare_iql, "td3-bc": bare_td3_bc, "cql": bare_cql, "ppo": bare_ppo}
 NOT_YET = {
-    "ppo": "its bare loop (GAE batch, clipped objective) is not written yet",
     "ppo-lstm": "its bare loop (sequence batch, LSTM re-run) is not written yet",
     "r2d2": "its bare loop (burn-in sequences, value rescaling) is not written yet",
     "mappo": "its bare loop (per-agent batch, centralised critic) is not written yet",
