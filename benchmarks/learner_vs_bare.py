@@ -1,0 +1,494 @@
+"""One learner update: rlpipe's `policy.learn_mode.forward(batch)` against a bare torch loop.
+
+For each algorithm, rlpipe's policy is built at its default config from a small env's spaces
+(DQN: CartPole's; the others: Pendulum's) and fed one fixed batch of random transitions of
+its default batch size, as the learner middleware feeds it (numpy arrays). The bare loop in this
+file builds plain `nn.Sequential` networks of the same shapes, the same Adam (fused, same lr)
+per network, and does the same math per update written out directly: the same forward passes,
+losses, backward passes, optimizer steps, target updates (a foreach lerp or a hard copy) and
+gradient-norm clipping where the policy clips. Its batch is converted from the same numpy arrays
+at each update (as the policy converts it) and it reads one scalar loss back per update, as a
+training loop that logs would; the policy reads back its statistics.
+
+- dqn: double-Q Huber TD loss, grad norm 10, hard target copy every 500 updates.
+- sac: twin critics on the soft target, squashed Gaussian actor, automatic temperature,
+  critics frozen during the actor step, Polyak targets every update.
+- td3: twin critics on the smoothed target, actor and targets every second update.
+- bc: MSE of a deterministic actor to the batch's actions in [-1, 1].
+- iql: expectile V, twin Q's on r + γ V(s'), advantage-weighted Gaussian actor, Polyak targets.
+- td3-bc: TD3 on normalised observations with the λ-weighted Q plus BC actor loss.
+- cql: SAC without the entropy backup, plus the conservative gap over 3 × 10 sampled actions.
+- ppo: one learn call = 10 epochs over a 256-row CartPole rollout in minibatches of 64 (40
+  gradient steps), the clipped objective, grad norm 0.5.
+
+PPO-LSTM, R2D2 and MAPPO have no bare loop here yet (the run says so).
+
+Timing is this process's CPU time (`time.process_time`), one torch thread, after a warm-up; each
+round times N updates of each side (N fills about --round-ms of CPU time, unless --updates sets
+it), the side that runs first alternating by round, and the table shows the median per-update
+time over rounds.
+
+Run:  python benchmarks/learner_vs_bare.py [--rounds 7] [--round-ms 1000] [--algos dqn sac ...]
+      python benchmarks/learner_vs_bare.py --quick      (dqn and bc, 2 rounds of 5 updates)
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import pathlib
+import sys
+import time
+from typing import Any, Callable, Dict, List, NamedTuple, Tuple
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.distributions import Categorical
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+from rlpipe.policies import get_policy  # noqa: E402
+
+CARTPOLE_OBS = gym.spaces.Box(-np.inf, np.inf, (4,), np.float32)
+CARTPOLE_ACT = gym.spaces.Discrete(2)
+PENDULUM_OBS = gym.spaces.Box(-8.0, 8.0, (3,), np.float32)
+PENDULUM_ACT = gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
+
+
+def mlp(sizes: List[int], activate_last: bool = False) -> nn.Sequential:
+    layers: List[nn.Module] = []
+    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+        layers.append(nn.Linear(a, b))
+        if i < len(sizes) - 2 or activate_last:
+            layers.append(nn.ReLU())
+    return nn.Sequential(*layers)
+
+
+def adam(params, lr: float) -> torch.optim.Adam:
+    return torch.optim.Adam(list(params), lr=lr, fused=True)
+
+
+def transitions(obs_space: gym.spaces.Box, action_space: gym.Space,
+                n: int) -> Dict[str, np.ndarray]:
+    """n random one-step transitions in env units, as a replay buffer's sample holds them."""
+    rng = np.random.default_rng(0)
+    obs_dim = obs_space.shape[0]
+    if isinstance(action_space, gym.spaces.Discrete):
+        action = rng.integers(action_space.n, size=n).astype(np.int64)
+    else:
+        action = rng.uniform(action_space.low, action_space.high,
+                             (n, *action_space.shape)).astype(np.float32)
+    return {"obs": rng.normal(size=(n, obs_dim)).astype(np.float32), "action": action,
+            "reward": rng.normal(size=n).astype(np.float32),
+            "next_obs": rng.normal(size=(n, obs_dim)).astype(np.float32),
+            "terminated": rng.random(n) < 0.05, "truncated": np.zeros(n, bool)}
+
+
+# ------------------------------------------------------------------------------------------------
+# bare updates: each builder returns a Case
+# ------------------------------------------------------------------------------------------------
+class Case(NamedTuple):
+    policy: Any                             # rlpipe's policy at its default config
+    batch: Dict[str, np.ndarray]            # the fixed batch both sides learn from
+    update: Callable[[], float]             # one bare update; returns the loss read back
+    optimizers: List[torch.optim.Optimizer]  # the bare loop's (to compare with the policy's)
+
+
+def bare_dqn() -> Case:
+    policy = get_policy("dqn")({"seed": 0}, CARTPOLE_OBS, CARTPOLE_ACT)
+    c = policy.cfg.learn
+    batch = transitions(CARTPOLE_OBS, CARTPOLE_ACT, c.batch_size)
+    online = mlp([4, *policy.cfg.model.hidden, 2])
+    target = mlp([4, *policy.cfg.model.hidden, 2]).requires_grad_(False)
+    target.load_state_dict(online.state_dict())
+    params = list(online.parameters())
+    opt = adam(params, c.lr)
+    step = [0]
+
+    def update() -> float:
+        o, a = torch.from_numpy(batch["obs"]), torch.from_numpy(batch["action"]).view(-1, 1)
+        r, no = torch.from_numpy(batch["reward"]), torch.from_numpy(batch["next_obs"])
+        d = torch.from_numpy(batch["terminated"]).float()
+        with torch.no_grad():
+            nq_t = target(no)
+            na = online(no).argmax(1, keepdim=True)
+            y = r + c.gamma * (1.0 - d) * nq_t.gather(1, na).squeeze(1)
+        q = online(o).gather(1, a).squeeze(1)
+        loss = F.smooth_l1_loss(q, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(params, c.grad_clip)
+        opt.step()
+        step[0] += 1
+        if step[0] % c.target_update_freq == 0:
+            target.load_state_dict(online.state_dict())
+        return loss.item()
+
+    return Case(policy, batch, update, [opt])
+
+
+class BareSquashed(nn.Module):
+    """trunk → (mean, log std squashed into [lo, hi]); sample → tanh(u), log π."""
+
+    def __init__(self, obs_dim: int, act_dim: int, hidden: List[int], lo: float, hi: float):
+        super().__init__()
+        self.trunk = mlp([obs_dim, *hidden], activate_last=True)
+        self.mean, self.log_std = nn.Linear(hidden[-1], act_dim), nn.Linear(hidden[-1], act_dim)
+        self.lo, self.hi = lo, hi
+
+    def sample(self, obs: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        h = self.trunk(obs)
+        mean = self.mean(h)
+        log_std = self.lo + 0.5 * (self.hi - self.lo) * (torch.tanh(self.log_std(h)) + 1.0)
+        noise = torch.randn_like(mean)
+        u = mean + log_std.exp() * noise
+        logp = (-0.5 * noise.pow(2) - log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
+        logp = logp - (2.0 * (math.log(2.0) - u - F.softplus(-2.0 * u))).sum(-1)
+        return torch.tanh(u), logp
+
+
+def twin(obs_dim: int, act_dim: int, hidden: List[int]) -> Tuple[nn.ModuleList, nn.ModuleList]:
+    qs = nn.ModuleList(mlp([obs_dim + act_dim, *hidden, 1]) for _ in range(2))
+    qt = nn.ModuleList(mlp([obs_dim + act_dim, *hidden, 1]) for _ in range(2))
+    qt.load_state_dict(qs.state_dict())
+    return qs, qt.requires_grad_(False)
+
+
+def both_q(qs: nn.ModuleList, o: torch.Tensor, a: torch.Tensor):
+    x = torch.cat([o, a], 1)
+    return qs[0](x).squeeze(1), qs[1](x).squeeze(1)
+
+
+def continuous_batch(batch: Dict[str, np.ndarray]):
+    """Tensors of the batch, its actions mapped from Pendulum's [-2, 2] to [-1, 1]."""
+    o, no = torch.from_numpy(batch["obs"]), torch.from_numpy(batch["next_obs"])
+    a = torch.from_numpy(batch["action"]) / 2.0
+    r, d = torch.from_numpy(batch["reward"]), torch.from_numpy(batch["terminated"]).float()
+    return o, a, r, no, d
+
+
+def bare_sac(cql: bool = False) -> Case:
+    """SAC, or with `cql` CQL(H) at its defaults: the target without the entropy term, and the
+    critics' loss plus α_cql Σ_i mean(T logsumexp_j((Q_i(s, a_j) − log μ(a_j)) / T) − Q_i(s, a))
+    over n uniform actions and n actions of π at s and at s' per state."""
+    policy = get_policy("cql" if cql else "sac")({"seed": 0}, PENDULUM_OBS, PENDULUM_ACT)
+    c, m = policy.cfg.learn, policy.cfg.model
+    batch = transitions(PENDULUM_OBS, PENDULUM_ACT, c.batch_size)
+    actor = BareSquashed(3, 1, list(m.actor_hidden), m.log_std_min, m.log_std_max)
+    qs, qt = twin(3, 1, list(m.critic_hidden))
+    q_params, qt_params = list(qs.parameters()), list(qt.parameters())
+    log_alpha = torch.tensor(math.log(c.init_alpha), requires_grad=True)
+    q_opt, a_opt = adam(q_params, c.critic_lr), adam(actor.parameters(), c.actor_lr)
+    alpha_opt = adam([log_alpha], c.alpha_lr)
+    optimizers = [q_opt, a_opt, alpha_opt]
+    if cql:  # the Lagrange multiplier's optimizer, idle at the default fixed α_cql
+        optimizers.append(adam([torch.zeros((), requires_grad=True)], c.alpha_prime_lr))
+
+    def penalty(o: torch.Tensor, no: torch.Tensor, q_data: Tuple[torch.Tensor, ...]):
+        rows, n = o.shape[0], c.cql_n_actions
+        with torch.no_grad():
+            uniform = torch.rand((rows, n, 1)) * 2 - 1
+            current, current_logp = actor.sample(o.repeat_interleave(n, 0))
+            following, following_logp = actor.sample(no.repeat_interleave(n, 0))
+            acts = torch.cat([uniform, current.view(rows, n, 1), following.view(rows, n, 1)], 1)
+            log_mu = torch.cat([torch.full((rows, n), math.log(0.5)), current_logp.view(rows, n),
+                                following_logp.view(rows, n)], 1)
+        q_sampled = both_q(qs, o.repeat_interleave(3 * n, 0), acts.view(rows * 3 * n, 1))
+        t = c.cql_temperature
+        gaps = [(t * torch.logsumexp((qs_.view(rows, 3 * n) - log_mu) / t, -1) - qd).mean()
+                for qs_, qd in zip(q_sampled, q_data)]
+        return c.cql_alpha * (gaps[0] + gaps[1])
+
+    def update() -> float:
+        o, a, r, no, d = continuous_batch(batch)
+        with torch.no_grad():
+            na, nlogp = actor.sample(no)
+            next_value = torch.min(*both_q(qt, no, na))
+            if not cql:
+                next_value = next_value - log_alpha.exp() * nlogp
+            y = r + c.gamma * (1.0 - d) * next_value
+        q1, q2 = both_q(qs, o, a)
+        q_loss = F.mse_loss(q1, y) + F.mse_loss(q2, y)
+        if cql:
+            q_loss = q_loss + penalty(o, no, (q1, q2))
+        q_opt.zero_grad(set_to_none=True)
+        q_loss.backward()
+        q_opt.step()
+        pa, logp = actor.sample(o)
+        alpha = log_alpha.detach().exp()
+        for p in q_params:
+            p.requires_grad_(False)
+        actor_loss = (alpha * logp - torch.min(*both_q(qs, o, pa))).mean()
+        for p in q_params:
+            p.requires_grad_(True)
+        a_opt.zero_grad(set_to_none=True)
+        actor_loss.backward()
+        alpha_loss = -(log_alpha * (logp.detach() - 1.0)).mean()
+        alpha_opt.zero_grad(set_to_none=True)
+        alpha_loss.backward()
+        a_opt.step()
+        alpha_opt.step()
+        torch._foreach_lerp_(qt_params, q_params, c.tau)
+        return q_loss.item()
+
+    return Case(policy, batch, update, optimizers)
+
+
+def bare_cql() -> Case:
+    return bare_sac(cql=True)
+
+
+def bare_td3(bc: bool = False) -> Case:
+    """TD3, or with `bc` TD3+BC: observations normalised by the data's mean and std (the policy
+    is told the same), the actor loss −λ Q1(s, π(s)) + (π(s) − a)² with λ = α / mean |Q1|."""
+    policy = get_policy("td3-bc" if bc else "td3")({"seed": 0}, PENDULUM_OBS, PENDULUM_ACT)
+    c, m = policy.cfg.learn, policy.cfg.model
+    batch = transitions(PENDULUM_OBS, PENDULUM_ACT, c.batch_size)
+    if bc:
+        data = np.concatenate([batch["obs"], batch["next_obs"]])
+        mean, std = data.mean(0), data.std(0)
+        policy.set_obs_normalizer(mean, std)
+        obs_mean, obs_scale = torch.from_numpy(mean), torch.from_numpy(std) + 1e-3
+
+    def make_actor() -> nn.Sequential:
+        return nn.Sequential(mlp([3, *m.actor_hidden, 1]), nn.Tanh())
+
+    actor, actor_t = make_actor(), make_actor().requires_grad_(False)
+    actor_t.load_state_dict(actor.state_dict())
+    qs, qt = twin(3, 1, list(m.critic_hidden))
+    q_params = list(qs.parameters())
+    online = list(actor.parameters()) + q_params
+    targets = list(actor_t.parameters()) + list(qt.parameters())
+    q_opt, a_opt = adam(q_params, c.critic_lr), adam(actor.parameters(), c.actor_lr)
+    step = [0]
+
+    def update() -> float:
+        o, a, r, no, d = continuous_batch(batch)
+        if bc:
+            o, no = (o - obs_mean) / obs_scale, (no - obs_mean) / obs_scale
+        with torch.no_grad():
+            na = actor_t(no)
+            noise = (torch.randn_like(na) * c.target_noise).clamp(-c.target_noise_clip,
+                                                                   c.target_noise_clip)
+            na = (na + noise).clamp(-1.0, 1.0)
+            y = r + c.gamma * (1.0 - d) * torch.min(*both_q(qt, no, na))
+        q1, q2 = both_q(qs, o, a)
+        q_loss = F.mse_loss(q1, y) + F.mse_loss(q2, y)
+        q_opt.zero_grad(set_to_none=True)
+        q_loss.backward()
+        q_opt.step()
+        step[0] += 1
+        if step[0] % c.policy_delay == 0:
+            for p in q_params:
+                p.requires_grad_(False)
+            pi = actor(o)
+            q = qs[0](torch.cat([o, pi], 1))
+            if bc:
+                actor_loss = -c.alpha / q.abs().mean().detach() * q.mean() + F.mse_loss(pi, a)
+            else:
+                actor_loss = -q.mean()
+            for p in q_params:
+                p.requires_grad_(True)
+            a_opt.zero_grad(set_to_none=True)
+            actor_loss.backward()
+            a_opt.step()
+            torch._foreach_lerp_(targets, online, c.tau)
+        return q_loss.item()
+
+    return Case(policy, batch, update, [q_opt, a_opt])
+
+
+def bare_td3_bc() -> Case:
+    return bare_td3(bc=True)
+
+
+def bare_iql() -> Case:
+    """IQL: V by expectile regression on the target critics' min, both Q's on r + γ V(s'),
+    a state-independent Gaussian actor by advantage-weighted log-likelihood, Polyak targets."""
+    policy = get_policy("iql")({"seed": 0}, PENDULUM_OBS, PENDULUM_ACT)
+    c, m = policy.cfg.learn, policy.cfg.model
+    batch = transitions(PENDULUM_OBS, PENDULUM_ACT, c.batch_size)
+    trunk = mlp([3, *m.actor_hidden], activate_last=True)
+    mean_head = nn.Linear(m.actor_hidden[-1], 1)
+    log_std = nn.Parameter(torch.zeros(1))
+    actor_params = [*trunk.parameters(), *mean_head.parameters(), log_std]
+    value = mlp([3, *m.value_hidden, 1])
+    qs, qt = twin(3, 1, list(m.critic_hidden))
+    q_params, qt_params = list(qs.parameters()), list(qt.parameters())
+    v_opt, q_opt = adam(value.parameters(), c.value_lr), adam(q_params, c.critic_lr)
+    a_opt = adam(actor_params, c.actor_lr)
+
+    def update() -> float:
+        o, a, r, no, d = continuous_batch(batch)
+        with torch.no_grad():
+            q_hat = torch.min(*both_q(qt, o, a))
+        u = q_hat - value(o).squeeze(1)
+        v_loss = (torch.abs(c.expectile - (u < 0).float()) * u.pow(2)).mean()
+        v_opt.zero_grad(set_to_none=True)
+        v_loss.backward()
+        v_opt.step()
+        with torch.no_grad():
+            v = value(o).squeeze(1)
+            y = r + c.gamma * (1.0 - d) * value(no).squeeze(1)
+        q1, q2 = both_q(qs, o, a)
+        q_loss = F.mse_loss(q1, y) + F.mse_loss(q2, y)
+        q_opt.zero_grad(set_to_none=True)
+        q_loss.backward()
+        weight = torch.exp(c.beta * (q_hat - v)).clamp(max=c.max_weight)
+        ls = log_std.clamp(m.log_std_min, m.log_std_max)
+        z = (a - torch.tanh(mean_head(trunk(o)))) * torch.exp(-ls)
+        logp = (-0.5 * z.pow(2) - ls - 0.5 * math.log(2 * math.pi)).sum(-1)
+        actor_loss = -(weight * logp).mean()
+        a_opt.zero_grad(set_to_none=True)
+        actor_loss.backward()
+        q_opt.step()
+        a_opt.step()
+        torch._foreach_lerp_(qt_params, q_params, c.tau)
+        return q_loss.item()
+
+    return Case(policy, batch, update, [v_opt, q_opt, a_opt])
+
+
+PPO_ROWS = 256  # one rollout: 8 envs × 32 steps, as cartpole-ppo collects
+
+
+def bare_ppo() -> Case:
+    """PPO: one learn call is epoch_per_collect passes over a 256-row rollout in shuffled
+    minibatches; separate tanh actor and critic MLPs, the clipped objective with per-minibatch
+    advantage normalisation, ½ squared value error, grad norm 0.5 (the policy reports it)."""
+    policy = get_policy("ppo")({"seed": 0}, CARTPOLE_OBS, CARTPOLE_ACT)
+    c, hidden = policy.cfg.learn, list(policy.cfg.model.hidden)
+    rng = np.random.default_rng(0)
+    batch = {"obs": rng.normal(size=(PPO_ROWS, 4)).astype(np.float32),
+             "action": rng.integers(2, size=PPO_ROWS).astype(np.int64),
+             "logp": np.full(PPO_ROWS, math.log(0.5), np.float32),
+             "adv": rng.normal(size=PPO_ROWS).astype(np.float32),
+             "return": rng.normal(size=PPO_ROWS).astype(np.float32)}
+
+    def tanh_mlp(sizes: List[int]) -> nn.Sequential:
+        layers: List[nn.Module] = []
+        for a, b in zip(sizes[:-1], sizes[1:]):
+            layers += [nn.Linear(a, b), nn.Tanh()]
+        return nn.Sequential(*layers)
+
+    actor, critic = tanh_mlp([4, *hidden]), tanh_mlp([4, *hidden])
+    action_head, value_head = nn.Linear(hidden[-1], 2), nn.Linear(hidden[-1], 1)
+    params = [*actor.parameters(), *critic.parameters(), *action_head.parameters(),
+              *value_head.parameters()]
+    opt = adam(params, c.lr)
+    gen = torch.Generator().manual_seed(1)
+
+    def update() -> float:
+        o, a = torch.from_numpy(batch["obs"]), torch.from_numpy(batch["action"])
+        old_logp, all_adv = torch.from_numpy(batch["logp"]), torch.from_numpy(batch["adv"])
+        ret = torch.from_numpy(batch["return"])
+        for _ in range(c.epoch_per_collect):
+            order = torch.randperm(PPO_ROWS, generator=gen)
+            for i in range(0, PPO_ROWS, c.batch_size):
+                idx = order[i:i + c.batch_size]
+                ob = o[idx]
+                dist = Categorical(logits=action_head(actor(ob)), validate_args=False)
+                value = value_head(critic(ob)).squeeze(-1)
+                ratio = (dist.log_prob(a[idx]) - old_logp[idx]).exp()
+                adv = all_adv[idx]
+                adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+                policy_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1 - c.clip_ratio,
+                                                                         1 + c.clip_ratio)).mean()
+                value_loss = (0.5 * (value - ret[idx]) ** 2).mean()
+                entropy = dist.entropy().mean()
+                loss = policy_loss + c.value_coef * value_loss - c.entropy_coef * entropy
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                nn.utils.clip_grad_norm_(params, c.grad_clip)
+                opt.step()
+        return loss.item()
+
+    return Case(policy, batch, update, [opt])
+
+
+def bare_bc() -> Case:
+    policy = get_policy("bc")({"seed": 0}, PENDULUM_OBS, PENDULUM_ACT)
+    c = policy.cfg.learn
+    batch = transitions(PENDULUM_OBS, PENDULUM_ACT, c.batch_size)
+    net = nn.Sequential(mlp([3, *policy.cfg.model.hidden, 1]), nn.Tanh())
+    params = list(net.parameters())
+    opt = adam(params, c.lr)
+
+    def update() -> float:
+        o, a = torch.from_numpy(batch["obs"]), torch.from_numpy(batch["action"]) / 2.0
+        loss = F.mse_loss(net(o), a)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(params, math.inf)  # the policy reports the grad norm
+        opt.step()
+        return loss.item()
+
+    return Case(policy, batch, update, [opt])
+
+
+BUILDERS = {"dqn": bare_dqn, "sac": bare_sac, "td3": bare_td3, "bc": bare_bc,
+            "iql": bare_iql, "td3-bc": bare_td3_bc, "cql": bare_cql, "ppo": bare_ppo}
+NOT_YET = {
+    "ppo-lstm": "its bare loop (sequence batch, LSTM re-run) is not written yet",
+    "r2d2": "its bare loop (burn-in sequences, value rescaling) is not written yet",
+    "mappo": "its bare loop (per-agent batch, centralised critic) is not written yet",
+}
+
+
+def cpu_ms(fn: Callable[[], object], n: int) -> float:
+    start = time.process_time()
+    for _ in range(n):
+        fn()
+    return (time.process_time() - start) * 1e3 / n
+
+
+def measure(name: str, rounds: int, updates: int | None, round_ms: float) -> Tuple[float, float]:
+    """(rlpipe CPU ms per update, bare CPU ms per update): medians over rounds. Each side runs
+    `updates` updates per round, or (None) as many as fill about `round_ms` of CPU time."""
+    policy, batch, bare, _ = BUILDERS[name]()
+    learn = lambda: policy.learn_mode.forward(batch)  # noqa: E731
+    for _ in range(3):  # warm-up: allocator, optimizer state, lazy inits
+        learn()
+        bare()
+    if updates is None:
+        updates = int(min(1000, max(3, round_ms / cpu_ms(learn, 3))))
+    ours: List[float] = []
+    theirs: List[float] = []
+    for r in range(rounds):
+        if r % 2 == 0:
+            ours.append(cpu_ms(learn, updates))
+            theirs.append(cpu_ms(bare, updates))
+        else:
+            theirs.append(cpu_ms(bare, updates))
+            ours.append(cpu_ms(learn, updates))
+    return statistics.median(ours), statistics.median(theirs)
+
+
+def main(argv: List[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--algos", nargs="+", default=list(BUILDERS), choices=list(BUILDERS))
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--updates", type=int, default=None,
+                    help="updates per side per round (default: about --round-ms of CPU time)")
+    ap.add_argument("--round-ms", type=float, default=1000.0,
+                    help="CPU ms per side per round when --updates is not given")
+    ap.add_argument("--quick", action="store_true", help="dqn and bc, 2 rounds of 5 updates")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.algos, args.rounds, args.updates = ["dqn", "bc"], 2, 5
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    print(f"{'algorithm':<10} {'rlpipe ms':>10} {'bare ms':>10} {'ratio':>7}")
+    for name in args.algos:
+        ours, bare = measure(name, args.rounds, args.updates, args.round_ms)
+        print(f"{name:<10} {ours:>10.3f} {bare:>10.3f} {ours / bare:>7.2f}", flush=True)
+    if not args.quick:
+        for name, why in NOT_YET.items():
+            print(f"skipped {name}: {why}")
+
+
+if __name__ == "__main__":
+    main()
