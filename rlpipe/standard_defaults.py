@@ -227,14 +227,12 @@ def _merge_into(target: Dict[str, Any], extra: Mapping[str, Any]) -> None:
             target[key] = dict(value) if isinstance(value, Mapping) else value
 
 
-def standard_config(algo: Optional[str], under: str = "") -> Dict[str, Any]:
+def standard_config(algo: Optional[str]) -> Dict[str, Any]:
     """The nested config of `algo`'s fixed standard defaults (budget-following ones are set
-    by `budget_rules` once the budget is known); {} for an algorithm without a row. `under`:
-    only the keys in that section (e.g. "policy.model": the network of an offline run, which
-    must match the online runs it starts or is started from)."""
+    by `budget_rules` once the budget is known); {} for an algorithm without a row."""
     config: Dict[str, Any] = {}
     for row in _table(algo):
-        if not row.follows_budget and row.key.startswith(under):
+        if not row.follows_budget:
             _merge_into(config, _nested(row.key, row.value))
     return config
 

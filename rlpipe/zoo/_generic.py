@@ -276,9 +276,7 @@ def build_module(name: str, stop_value: Optional[float] = None,
                           f"algorithm's defaults (`rlpipe train --algo {algo} --dataset "
                           f"{dataset_id}`).")
         module.RUN_NAME = run_name(algo, dataset_id)
-        # the algorithm's standard network, so that `--init-from` joins offline and online runs
-        module.config = {**standard_defaults.standard_config(builtin_name(cls), "policy.model"),
-                         "dataset": {"id": dataset_id}, "env": {"stop_value": stop_value},
+        module.config = {"dataset": {"id": dataset_id}, "env": {"stop_value": stop_value},
                          "imports": list(imports)}
     else:
         prepare_env(env_id)

@@ -212,7 +212,19 @@ def _init_from_settings(entry: Entry, source: str, with_optim: bool) -> Dict[str
         raise ValueError(f"--init-from: {entry.name} is on-policy; --init-from starts "
                          f"off-policy and offline runs (e.g. `--algo sac --env Pendulum-v1 "
                          f"--init-from RUN_DIR`)")
-    return {"init_from": pick_checkpoint(source), "init_from_optim": bool(with_optim)}
+    checkpoint = pick_checkpoint(source)
+    settings: Dict[str, Any] = {"init_from": checkpoint, "init_from_optim": bool(with_optim)}
+    # the weights define the network: a run of the same algorithm takes the source's model
+    # section (e.g. an offline run's, whose defaults differ from an online run's)
+    from rlpipe.runs import RunDir
+    from rlpipe.runs.create import read_config
+
+    source_name, plain = read_config(str(RunDir.of_checkpoint(checkpoint).root))
+    model = (plain.get("policy") or {}).get("model")
+    source_cls = get_entry(source_name, imports=plain.get("imports", ())).policy_cls
+    if model is not None and source_cls is entry.policy_cls:
+        settings["policy"] = {"model": model}
+    return settings
 
 
 def _check_init_from(entry: Entry, cfg: Any) -> None:

@@ -22,6 +22,11 @@ SMALL = {
 SMALL["td3"] = SMALL["sac"]
 for settings in SMALL.values():  # 8 envs, 256 env steps per iteration (not the standard defaults)
     settings += ["env.n_envs=8", "policy.collect.n_sample=256"]
+# DQN at its class defaults, which these checks were sized for (the generic run's standard
+# defaults are SB3's: lr 1e-4, batch 32, a target copy every 2500 updates, ε over 10% of the run)
+SMALL["dqn"] += ["policy.learn.lr=1e-3", "policy.learn.batch_size=64", "policy.learn.double_q=True",
+                 "policy.learn.target_update_freq=500", "policy.other.eps.decay=10000",
+                 "policy.other.eps.per_env_step=False", "replay.capacity=100000"]
 EVAL = ["policy.eval.evaluator.n_episode=2", "env.stop_value=1e9"]
 
 

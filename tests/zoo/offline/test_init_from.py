@@ -12,7 +12,6 @@ from rlpipe.cli import main
 from rlpipe.middleware import load_checkpoint, read_metrics
 from rlpipe.policies import DQNPolicy
 from rlpipe.runs import CheckpointError, RunDir
-from rlpipe.standard_defaults import standard_config
 from rlpipe.zoo import train
 from rlpipe.pipelines.init_from import init_policy, pick_checkpoint
 
@@ -34,11 +33,8 @@ def offline_run(minari_root):
 
 
 def _cartpole_dqn():
-    """A DQN with the network of generic `--algo dqn` runs (the standard one), as the offline
-    run has."""
     env = gym.make("CartPole-v1")
-    model = standard_config("dqn", "policy.model")["policy"]["model"]
-    return DQNPolicy({"seed": 5, "model": model}, env.observation_space, env.action_space)
+    return DQNPolicy({"seed": 5}, env.observation_space, env.action_space)
 
 
 @pytest.mark.parametrize("with_optim", [False, True])
