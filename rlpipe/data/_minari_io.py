@@ -111,26 +111,6 @@ def _reading(dataset_id: str) -> Iterator[None]:
         ) from None
 
 
-def check_run_data(run_dir: str, dataset_id: str, resuming: bool) -> None:
-    """A run starting on data set `dataset_id` records its files (size, SHA-256) in `run_dir`;
-    a run resuming refuses data whose content changed since, in one line naming the file and
-    the command that rebuilds the data set. A missing data set is left to `load_dataset`."""
-    from rlpipe.runs import changed_data_file, record_data_files, recorded_data_files
-
-    folder = dataset_root() / dataset_id / "data"
-    if not folder.is_dir():
-        return
-    changed = changed_data_file(run_dir, folder) if resuming else None
-    if changed is not None:
-        path, how = changed
-        raise OfflineDataError(
-            f"data set {dataset_id!r}: {path} changed since the run in {run_dir} started "
-            f"({how}); to resume, put back the data it trained on; or make the data set again "
-            f"with `{rebuild_command(dataset_id)}` and start a new run")
-    if not resuming or recorded_data_files(run_dir) is None:
-        record_data_files(run_dir, dataset_id, folder)
-
-
 def _open(dataset_id: str) -> Any:
     """The MinariDataset `dataset_id`, with one-line errors for a missing or unreadable one."""
     minari = _minari()

@@ -29,11 +29,12 @@ from rlpipe.config import merge_config
 from rlpipe.config_checks import check_config
 from rlpipe.contexts import OfflineRLContext
 from rlpipe.data import OfflineDataError, dataset_spec, load_dataset
-from rlpipe.data._minari_io import check_run_data
+from rlpipe.data._minari_io import dataset_root, rebuild_command
 from rlpipe.engine import Role, parallel, task
 from rlpipe.envs import EnvManager
 from rlpipe.middleware import interaction_evaluator, offline_data_fetcher, trainer
 from rlpipe.middleware.exchange import Exchange
+from rlpipe.runs import changed_data_file, record_data_files, recorded_data_files
 
 from .offpolicy import eval_env_kwargs, mask_settings
 from .base import Pipeline, closed_on_error, make_policy, named_point, run_pipeline
@@ -205,3 +206,21 @@ def run_offline(cfg: Any, policy_cls: Any, after_fetcher: Sequence[Any] = (),
         cfg.async_mode = False
     return run_pipeline(cfg, lambda: build_offline(cfg, policy_cls, None, after_fetcher,
                                                    after_learner))
+
+
+def check_run_data(run_dir: str, dataset_id: str, resuming: bool) -> None:
+    """A run starting on data set `dataset_id` records its files (size, SHA-256) in `run_dir`;
+    a run resuming refuses data whose content changed since, in one line naming the file and
+    the command that rebuilds the data set. A missing data set is left to `load_dataset`."""
+    folder = dataset_root() / dataset_id / "data"
+    if not folder.is_dir():
+        return
+    changed = changed_data_file(run_dir, folder) if resuming else None
+    if changed is not None:
+        path, how = changed
+        raise OfflineDataError(
+            f"data set {dataset_id!r}: {path} changed since the run in {run_dir} started "
+            f"({how}); to resume, put back the data it trained on; or make the data set again "
+            f"with `{rebuild_command(dataset_id)}` and start a new run")
+    if not resuming or recorded_data_files(run_dir) is None:
+        record_data_files(run_dir, dataset_id, folder)
