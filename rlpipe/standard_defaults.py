@@ -100,13 +100,18 @@ PPO = _sb3("PPO", [
     ("policy.model.init_log_std", 0.0, "log_std_init=0.0"),
 ])
 
-SAC = _sb3("SAC", [
+# SAC's and TD3's shared replay schedule: one update per env step after 100 random steps
+_ONE_UPDATE_PER_STEP = [
     _ONE_ENV,
     ("policy.collect.n_sample", 1, "train_freq=1"),
     ("policy.learn.update_per_collect", 1, "gradient_steps=1"),
     ("replay.capacity", 1_000_000, "buffer_size=1e6"),
     ("replay.min_samples", 100, "learning_starts=100"),
     ("policy.collect.random_collect_size", 100, "random actions before learning_starts"),
+]
+
+SAC = _sb3("SAC", [
+    *_ONE_UPDATE_PER_STEP,
     ("policy.learn.actor_lr", 3e-4, "learning_rate=3e-4"),
     ("policy.learn.critic_lr", 3e-4, "learning_rate=3e-4"),
     ("policy.learn.alpha_lr", 3e-4, "learning_rate=3e-4 (also the entropy coefficient's)"),
@@ -123,12 +128,7 @@ SAC = _sb3("SAC", [
 ])
 
 TD3 = _sb3("TD3", [
-    _ONE_ENV,
-    ("policy.collect.n_sample", 1, "train_freq=1"),
-    ("policy.learn.update_per_collect", 1, "gradient_steps=1"),
-    ("replay.capacity", 1_000_000, "buffer_size=1e6"),
-    ("replay.min_samples", 100, "learning_starts=100"),
-    ("policy.collect.random_collect_size", 100, "random actions before learning_starts"),
+    *_ONE_UPDATE_PER_STEP,
     ("policy.learn.actor_lr", 1e-3, "learning_rate=1e-3"),
     ("policy.learn.critic_lr", 1e-3, "learning_rate=1e-3"),
     ("policy.learn.batch_size", 256, "batch_size=256"),
