@@ -3,6 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: run test test-fast bench clean
 
@@ -16,11 +17,15 @@ $(STAMP): setup.py constraints.txt Makefile
 run: $(STAMP)
 	$(BIN)/rlpipe train cartpole-dqn
 
+# Two passes: most tests spread over one pytest-xdist worker per core, then the `serial` ones
+# (wall-clock, kill and Ray tests; tests/conftest.py) alone.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -ra tests
+	$(BIN)/python -m pytest -q -ra -n $(JOBS) -m "not serial" tests
+	$(BIN)/python -m pytest -q -ra -m "serial" tests
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -ra -m "not slow" tests
+	$(BIN)/python -m pytest -q -ra -n $(JOBS) -m "not slow and not serial" tests
+	$(BIN)/python -m pytest -q -ra -m "serial and not slow" tests
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -33,7 +33,7 @@ setup(
         # real-time envs (rlpipe.envs.make_realtime_env, rtpendulum-sac)
         "realtime": ["rtgym"],
         "plot": ["matplotlib>=3.7"],
-        "test": ["pytest>=7.4", "pytest-timeout>=2.1"],
+        "test": ["pytest>=7.4", "pytest-timeout>=2.1", "pytest-xdist>=3.5"],
         # benchmarks/parity.py: the reference implementations (never a runtime dependency)
         "bench": ["stable-baselines3>=2.3", "sb3-contrib>=2.3"],
         # benchmarks/parity.py's report. rliable 1.2 requires arch<8, and arch 7.x fails at

@@ -27,3 +27,21 @@ def _policy_registry_restored():
     yield
     _REGISTRY.clear()
     _REGISTRY.update(before)
+
+
+#: Tests that run alone, after the parallel pass of `make test` (pytest-xdist, one worker per
+#: core): real-time envs and wall-clock checks that a second busy worker would make late, kills
+#: and signals timed against a running child, and Ray, whose `ray.init()` joins a local cluster
+#: another worker started (and then loses it when that worker shuts it down).
+SERIAL = ("realtime/", "cluster/", "faults/", "engine/test_parallel_local.py",
+          "engine/test_task_async.py", "engine/test_task_profile.py", "zoo/test_distributed.py",
+          "zoo/test_ray_progress.py", "recurrent/test_collector_processes.py",
+          "spaces/test_masks_zoo.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    tests_dir = os.path.dirname(__file__)
+    for item in items:
+        where = os.path.relpath(str(item.fspath), tests_dir).replace(os.sep, "/")
+        if where.startswith(SERIAL):
+            item.add_marker(pytest.mark.serial)
