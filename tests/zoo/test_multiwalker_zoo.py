@@ -11,7 +11,7 @@ pytest.importorskip("Box2D")
 from rlpipe.cli import main  # noqa: E402
 from rlpipe.policies import MAPPOPolicy  # noqa: E402
 from rlpipe.zoo import get_entry, list_entries, resume, train  # noqa: E402
-from rlpipe.zoo._evaluate import evaluate_run  # noqa: E402
+from rlpipe.tools.evaluate import evaluate_run  # noqa: E402
 from rlpipe.zoo.multiwalker._baseline import random_team_return  # noqa: E402
 
 NAME = "multiwalker-mappo"
@@ -78,7 +78,7 @@ def test_the_random_baseline_steps_the_envs_rlpipe_eval_builds(monkeypatch):
     """The baseline (in the zoo) builds its envs without `run_env` (in the tools above it): both
     must still ask for the same manager with the same arguments."""
     import rlpipe.envs
-    from rlpipe.zoo._evaluate import run_env
+    from rlpipe.tools.evaluate import run_env
 
     made = []
 
