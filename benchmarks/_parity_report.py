@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 import numpy as np
 
 from _parity_tasks import ParityTask
-from rlpipe.zoo._report import interval_cell, rliable_modules
+from rlpipe.tools.report import interval_cell, rliable_modules
 
 FRACTIONS = (0.25, 0.5, 1.0)  # budgets reported, as fractions of the task's budget
 FRAMEWORKS = ("rlpipe", "sb3")

@@ -45,7 +45,7 @@ def bare_loop_steps_per_s(env_kwargs: dict, steps: int = 2000) -> float:
 
 def main() -> None:
     from rlpipe.zoo import get_entry, train
-    from rlpipe.zoo._evaluate import evaluate_run
+    from rlpipe.tools.evaluate import evaluate_run
     from rlpipe.zoo.multiwalker._baseline import random_team_return
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

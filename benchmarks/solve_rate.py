@@ -24,7 +24,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from rlpipe.middleware import read_metrics  # noqa: E402
 from rlpipe.zoo import train  # noqa: E402
-from rlpipe.zoo._evaluate import evaluate_run  # noqa: E402
+from rlpipe.tools.evaluate import evaluate_run  # noqa: E402
 
 def first_solved(run_dir: str, stop: float) -> int | None:
     """The env step of the first metrics row whose eval mean return reached `stop` (the row is

@@ -37,7 +37,7 @@ def main() -> None:
     trials, budget = (2, 1024) if args.quick else (4, 4096)
     from rlpipe.cli import main as cli
     from rlpipe.zoo import train
-    from rlpipe.zoo._config_file import as_override
+    from rlpipe.tools.config_file import as_override
 
     root = tempfile.mkdtemp(prefix="tune-bench-")
     space = os.path.join(root, "space.yaml")

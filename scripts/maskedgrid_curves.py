@@ -13,8 +13,8 @@ import pathlib
 from typing import List
 
 from rlpipe.cli import main as cli
-from rlpipe.zoo._figures import save_figure
-from rlpipe.zoo._plot import curves, draw_curves
+from rlpipe.tools.figures import save_figure
+from rlpipe.tools.plot import curves, draw_curves
 
 OUT = pathlib.Path(__file__).resolve().parent.parent / "docs" / "img" / "maskedgrid-curves.png"
 

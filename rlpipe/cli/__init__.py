@@ -287,7 +287,7 @@ def _print_summary(result: dict, stopped_by: Optional[str] = None) -> None:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    from rlpipe.zoo._evaluate import evaluate_run
+    from rlpipe.tools import evaluate_run
 
     if args.video is not None or args.render is not None:
         from rlpipe.cli.after import cmd_watch
@@ -302,7 +302,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
-    from rlpipe.zoo._plot import plot_runs
+    from rlpipe.tools import plot_runs
 
     drawn, path = plot_runs(args.run_dirs, args.out)
     groups = sorted({f"{c.label} ({c.runs} run{'s' if c.runs > 1 else ''})" for c in drawn})
@@ -311,8 +311,8 @@ def _cmd_plot(args: argparse.Namespace) -> int:
 
 
 def _cmd_graph(args: argparse.Namespace) -> int:
-    from rlpipe.zoo._figures import check_out, save_figure
-    from rlpipe.zoo._graph import entry_graph, format_graph
+    from rlpipe.tools import entry_graph, format_graph, save_figure
+    from rlpipe.tools.figures import check_out
 
     if args.out is not None:
         check_out(args.out)  # refuse before building anything
@@ -320,7 +320,7 @@ def _cmd_graph(args: argparse.Namespace) -> int:
     if args.out is None:
         print(format_graph(graph))
         return 0
-    from rlpipe.zoo._graph_draw import draw_graph
+    from rlpipe.tools import draw_graph
 
     print(f"wrote {save_figure(draw_graph(graph), args.out, dpi=90)}")
     return 0

@@ -50,7 +50,7 @@ def add_report_command(sub: Any) -> None:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    from rlpipe.zoo._video import watch_run
+    from rlpipe.tools import watch_run
 
     episodes = 1 if args.episodes is None else args.episodes
     if episodes <= 0:
@@ -86,7 +86,7 @@ def cmd_seeds(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from rlpipe.zoo._report import write_report
+    from rlpipe.tools import write_report
 
     markdown, files = write_report(args.run_dirs, args.out, normalize=args.normalize,
                                    gap_threshold=args.gap_threshold, reps=args.reps,

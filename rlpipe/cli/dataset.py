@@ -1,5 +1,5 @@
 """`rlpipe dataset collect | list | info`: the command line of the offline data sets (the
-commands themselves are in `rlpipe/zoo/_dataset.py`)."""
+commands themselves are in `rlpipe/tools/dataset.py`)."""
 from __future__ import annotations
 
 import argparse
@@ -41,7 +41,7 @@ def add_dataset_command(sub: Any) -> None:
 
 def run_dataset_command(args: argparse.Namespace) -> int:
     """Run `rlpipe dataset ...`, printing what it reports."""
-    from rlpipe.zoo._dataset import run_command
+    from rlpipe.tools.dataset import run_command
 
     for text in run_command(args):
         print(text)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from rlpipe.runs import EXPORT_SUFFIXES  # the formats; `rlpipe.zoo._export` imports torch
+from rlpipe.runs import EXPORT_SUFFIXES  # the formats; `rlpipe.tools.export` imports torch
 
 
 def add_export_parser(sub: "argparse._SubParsersAction") -> argparse.ArgumentParser:
@@ -30,7 +30,7 @@ def add_export_parser(sub: "argparse._SubParsersAction") -> argparse.ArgumentPar
 
 def run_export(args: argparse.Namespace) -> int:
     """Export as `args` say; print the summary as one JSON line."""
-    from rlpipe.zoo._export import export_run
+    from rlpipe.tools import export_run
 
     result = export_run(args.target, fmt=args.fmt, out=args.out, which=args.which,
                         n_check=args.check_obs)

@@ -1,6 +1,6 @@
 """The `rlpipe tune` command (`add_tune_parser`, `run_tune`) and `rlpipe train --config FILE`
-(`apply_config_file`). The study itself is `rlpipe/zoo/_tune.py`; the search spaces
-`rlpipe/zoo/_tune_space.py`."""
+(`apply_config_file`). The study itself is `rlpipe/tools/tune.py`; the search spaces
+`rlpipe/tools/tune_space.py`."""
 from __future__ import annotations
 
 import argparse
@@ -50,8 +50,8 @@ def add_tune_parser(sub: Any) -> None:
 def run_tune(args: argparse.Namespace) -> int:
     """`rlpipe tune`: run the study to --trials, write best.yaml, print the best trials."""
     from rlpipe.zoo._train import Interrupted
-    from rlpipe.zoo._tune import (TuneSpec, begin, counted, folder_lock, prepare, table, work,
-                                  write_best)
+    from rlpipe.tools.tune import (TuneSpec, begin, counted, folder_lock, prepare, table, work,
+                                   write_best)
 
     fields = {f.name for f in dataclasses.fields(TuneSpec)}
     spec = TuneSpec(**{k: v for k, v in vars(args).items() if k in fields})
@@ -98,7 +98,7 @@ def _bar(total: int, done: int, show: bool) -> Optional[Any]:
 
 
 def _advance(bar: Optional[Any], opened: Any) -> None:
-    from rlpipe.zoo._tune import counted
+    from rlpipe.tools.tune import counted
 
     if bar is None:
         return
@@ -146,7 +146,7 @@ def _worker(plain: dict, index: int) -> None:
     import torch
 
     from rlpipe.zoo._train import Interrupted
-    from rlpipe.zoo._tune import TuneSpec, prepare, work
+    from rlpipe.tools.tune import TuneSpec, prepare, work
 
     torch.set_num_threads(1)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -161,7 +161,7 @@ def _worker(plain: dict, index: int) -> None:
 def apply_config_file(args: argparse.Namespace) -> None:
     """`rlpipe train --config FILE`: what to train and its config from FILE, then --set on top
     (--seed and --max-env-steps over the file's)."""
-    from rlpipe.zoo._config_file import check_train_config, load_train_config
+    from rlpipe.tools.config_file import check_train_config, load_train_config
 
     if args.resume:
         raise ValueError("--config starts a new run; --resume continues one as it was: drop "

@@ -101,7 +101,7 @@ def test_a_wrapped_ring_buffer_is_read_oldest_first():
 def test_action_noise_is_epsilon_random_or_gaussian_in_half_ranges():
     import gymnasium as gym
 
-    from rlpipe.zoo._dataset_collect import Noise
+    from rlpipe.tools._dataset_collect import Noise
 
     eps = Noise(gym.spaces.Discrete(4), eps=0.5, noise=0.0, seed=0)
     out = eps(np.zeros(4000, np.int64), None)

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from rlpipe.zoo import train
-from rlpipe.zoo._evaluate import evaluate_run
+from rlpipe.tools.evaluate import evaluate_run
 
 # `make test` installs the [atari] and [mujoco] extras: in CI (CI=true) these run, never skip.
 needs_ale = pytest.mark.skipif(importlib.util.find_spec("ale_py") is None

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from rlpipe.cli import main
-from rlpipe.zoo._evaluate import load_run, run_env
-from rlpipe.zoo._export_check import policy_obs, sample_inputs, sample_masks
-from rlpipe.zoo._export_face import input_specs
+from rlpipe.tools.evaluate import load_run, run_env
+from rlpipe.tools._export_check import policy_obs, sample_inputs, sample_masks
+from rlpipe.tools._export_face import input_specs
 from rlpipe.pipelines.base import make_policy
 
 REPO = str(pathlib.Path(__file__).resolve().parents[2])

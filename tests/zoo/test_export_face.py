@@ -1,6 +1,6 @@
-"""The acting face `rlpipe export` writes (zoo/_export_face.py) computes what each policy's
+"""The acting face `rlpipe export` writes (tools/_export_face.py) computes what each policy's
 eval face returns, for every policy family and space it supports, and the check that guards
-an export (zoo/_export_check.py) refuses a file that acts otherwise."""
+an export (tools/_export_check.py) refuses a file that acts otherwise."""
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -9,8 +9,8 @@ import torch
 from rlpipe.policies import (BCPolicy, CQLPolicy, DiscreteCQLPolicy, DQNPolicy, IQLPolicy,
                              MAPPOPolicy, PPOLSTMPolicy, PPOPolicy, R2D2Policy, RandomPolicy,
                              SACPolicy, TD3BCPolicy, TD3Policy)
-from rlpipe.zoo._export_check import compare, policy_obs, sample_inputs, sample_masks
-from rlpipe.zoo._export_face import MASK_INPUT, ExportError, acting_module, refusal
+from rlpipe.tools._export_check import compare, policy_obs, sample_inputs, sample_masks
+from rlpipe.tools._export_face import MASK_INPUT, ExportError, acting_module, refusal
 
 VEC = gym.spaces.Box(-2.0, 3.0, (5,), np.float32)
 DICT = gym.spaces.Dict({"image": gym.spaces.Box(0, 255, (6, 6, 3), np.uint8),

@@ -2,7 +2,7 @@
 import pytest
 
 from rlpipe.zoo import train
-from rlpipe.zoo._evaluate import evaluate_run
+from rlpipe.tools.evaluate import evaluate_run
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ pytest.importorskip("Box2D")
 from rlpipe.cli import main  # noqa: E402
 from rlpipe.policies import MAPPOPolicy  # noqa: E402
 from rlpipe.zoo import get_entry, list_entries, resume, train  # noqa: E402
-from rlpipe.zoo._evaluate import evaluate_run  # noqa: E402
+from rlpipe.tools.evaluate import evaluate_run  # noqa: E402
 from rlpipe.zoo.multiwalker._baseline import random_team_return  # noqa: E402
 
 NAME = "multiwalker-mappo"
@@ -72,3 +72,28 @@ def test_mappo_beats_random_on_the_same_eval_seeds(tmp_path):
     trained = evaluate_run(str(tmp_path), episodes=8, seed=777)["mean_return"]
     random = random_team_return(get_entry(NAME).resolve(), 8, seed=777)["mean_return"]
     assert trained > random + 50, (trained, random)
+
+
+def test_the_random_baseline_steps_the_envs_rlpipe_eval_builds(monkeypatch):
+    """The baseline (in the zoo) builds its envs without `run_env` (in the tools above it): both
+    must still ask for the same manager with the same arguments."""
+    import rlpipe.envs
+    from rlpipe.tools.evaluate import run_env
+
+    made = []
+
+    class Recorded(Exception):
+        pass
+
+    def record(*args, **kwargs):
+        made.append((args, kwargs))
+        raise Recorded
+
+    monkeypatch.setattr(rlpipe.envs, "MultiAgentEnvManager", record)
+    cfg = get_entry(NAME).resolve(overrides=["env.eval_n_envs=3", "env.env_kwargs.max_cycles=50"])
+    with pytest.raises(Recorded):
+        run_env(cfg, min(5, cfg.env.eval_n_envs), 777, MAPPOPolicy)
+    with pytest.raises(Recorded):
+        random_team_return(cfg, 5, seed=777)
+    assert len(made) == 2 and made[0] == made[1]
+    assert made[0][1]["n_envs"] == 3 and made[0][1]["seed"] == 777

@@ -8,7 +8,7 @@ import pytest
 from PIL import Image
 
 from rlpipe.cli import main
-from rlpipe.zoo._plot import EVAL, TRAIN, curves, plot_runs, t975
+from rlpipe.tools.plot import EVAL, TRAIN, curves, plot_runs, t975
 
 
 def _run(folder, entry, rows):

@@ -10,7 +10,7 @@ from rlpipe.config import ConfigError
 from rlpipe.middleware import load_checkpoint
 from rlpipe.policies import PPOPolicy
 from rlpipe.zoo import MissingDependencyError, get_entry, list_entries, resume, train
-from rlpipe.zoo._evaluate import evaluate_run
+from rlpipe.tools.evaluate import evaluate_run
 
 PPO_ENTRIES = ["cartpole-ppo", "pendulum-ppo", "lunarlander-ppo"]
 

@@ -12,7 +12,7 @@ import pytest
 optuna = pytest.importorskip("optuna")
 
 from rlpipe.cli import main  # noqa: E402
-from rlpipe.zoo._config_file import load_train_config  # noqa: E402
+from rlpipe.tools.config_file import load_train_config  # noqa: E402
 
 # PPO on CartPole, 256 env steps per iteration, evaluated (2 episodes) after every iteration
 FIXED = ("space:\n  n_steps: 32\n  batch_size: 256\n  n_epochs: 5\n  net_arch: small\n"
@@ -153,7 +153,7 @@ def test_an_unknown_space_key_is_one_line_naming_the_file(tmp_path, capsys):
 
 
 def test_a_study_made_with_other_arguments_is_not_resumed(tmp_path, capsys):
-    from rlpipe.zoo._tune import TuneSpec, begin, folder_lock, prepare
+    from rlpipe.tools.tune import TuneSpec, begin, folder_lock, prepare
 
     out = str(tmp_path / "t")
     study = prepare(TuneSpec("cartpole-ppo", None, None, [], trials=2, budget=500, out=out))
@@ -194,7 +194,7 @@ def test_set_applies_on_top_of_a_config_file(tmp_path, capsys):
 
 
 def test_a_trial_left_running_by_a_killed_tune_is_marked_failed_and_tried_again(tmp_path):
-    from rlpipe.zoo._tune import TuneSpec, begin, counted, folder_lock, prepare
+    from rlpipe.tools.tune import TuneSpec, begin, counted, folder_lock, prepare
 
     out = str(tmp_path / "t")
     study = prepare(TuneSpec("cartpole-ppo", None, None, [], trials=2, budget=500, out=out))

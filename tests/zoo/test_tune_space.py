@@ -4,15 +4,15 @@ import pytest
 optuna = pytest.importorskip("optuna")
 
 from rlpipe.zoo import get_entry  # noqa: E402
-from rlpipe.zoo._config_file import load_train_config, write_train_config  # noqa: E402
-from rlpipe.zoo._tune_space import space_for  # noqa: E402
+from rlpipe.tools.config_file import load_train_config, write_train_config  # noqa: E402
+from rlpipe.tools.tune_space import space_for  # noqa: E402
 
 
 @pytest.mark.parametrize("algo, entry", [("dqn", "cartpole-dqn"), ("ppo", "cartpole-ppo"),
                                          ("sac", "pendulum-sac"), ("td3", "pendulum-td3"),
                                          ("ppo-lstm", "cartpole-novel-ppo-lstm")])
 def test_every_sample_of_a_default_space_is_a_valid_config(algo, entry):
-    from rlpipe.zoo._config_file import as_override
+    from rlpipe.tools.config_file import as_override
 
     space, zoo = space_for(algo), get_entry(entry)
     base = zoo.resolve({"max_env_step": 5000})

@@ -2,7 +2,7 @@
 import optuna
 import pytest
 
-from rlpipe.zoo._tune import table
+from rlpipe.tools.tune import table
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 

@@ -89,7 +89,7 @@ def test_render_human_opens_a_window_or_says_there_is_no_display(run, capsys, mo
 def test_an_env_that_cannot_render_is_one_clear_error():
     from rlpipe.envs._maskedgrid import GYM_ID, register
     from rlpipe.envs._registry import resolve_env
-    from rlpipe.zoo._video import _probe
+    from rlpipe.tools.video import _probe
 
     register()
     with pytest.raises(ValueError, match=r"--video: the env .*MaskedGrid.* cannot render"):

@@ -7,8 +7,8 @@ from typing import Any, Dict
 import numpy as np
 
 from rlpipe.middleware import evaluate_episodes
-from rlpipe.policies import MAPPOPolicy
-from rlpipe.zoo._evaluate import run_env
+from rlpipe.pipelines.offpolicy import eval_env_kwargs
+from rlpipe.pipelines.onpolicy import multi_agent_manager
 
 __all__ = ["UniformActions", "random_team_return"]
 
@@ -29,7 +29,10 @@ class UniformActions:
 def random_team_return(cfg: Any, episodes: int, seed: int = 12345) -> Dict[str, float]:
     """Mean and std of the team return of uniform random torques over `episodes` episodes of
     `cfg`'s env, on the envs `rlpipe eval --seed seed` would build for the same count."""
-    env = run_env(cfg, min(episodes, cfg.env.eval_n_envs), seed, MAPPOPolicy)
+    # The manager `rlpipe eval` makes for a multi-agent run (rlpipe.tools.evaluate.run_env),
+    # from the pipelines' pieces that run_env uses: the zoo may not import the tools above it.
+    env = multi_agent_manager()(cfg.env.id, n_envs=min(episodes, cfg.env.eval_n_envs),
+                                seed=seed, mode=cfg.env.mode, env_kwargs=eval_env_kwargs(cfg.env))
     try:
         records = evaluate_episodes(UniformActions(env, seed), env, episodes)
     finally:

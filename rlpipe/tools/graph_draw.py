@@ -9,8 +9,8 @@ from __future__ import annotations
 import textwrap
 from typing import Any, Dict, List, Tuple
 
-from ._figures import require_matplotlib
-from ._graph import SAME, PipelineGraph
+from .figures import require_matplotlib
+from .graph import SAME, PipelineGraph
 
 _ROLE_COLOURS = {"collector": "#dbe9f6", "learner": "#fde3c8", "evaluator": "#dcefd9", None: "#eeeeee"}
 _BOX_W, _GAP_X, _GAP_Y, _LINE = 3.3, 1.3, 0.45, 0.145
@@ -53,7 +53,7 @@ def layout(graph: PipelineGraph) -> Dict[int, Tuple[float, float, float, float]]
 
 
 def draw_graph(graph: PipelineGraph) -> Any:
-    """A matplotlib Figure of `graph` (save it with `_figures.save_figure`)."""
+    """A matplotlib Figure of `graph` (save it with `figures.save_figure`)."""
     require_matplotlib("rlpipe graph --out")
     from matplotlib.figure import Figure
     from matplotlib.patches import FancyBboxPatch

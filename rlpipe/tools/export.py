@@ -25,12 +25,12 @@ import torch
 from rlpipe.mask_layout import mask_segments
 from rlpipe.runs import EXPORT_SUFFIXES, FINAL_CHECKPOINT, RunDir, atomic_write_text
 from rlpipe.runs._atomic import temp_name
+from rlpipe.pipelines.base import make_policy
+from rlpipe.zoo._registry import require_extra
 
-from ._evaluate import load_run, run_env
 from ._export_check import compare, env_inputs, sample_inputs, sample_masks
 from ._export_face import MASK_INPUT, ExportError, InputSpec, acting_module, refusal
-from rlpipe.pipelines.base import make_policy
-from ._registry import require_extra
+from .evaluate import load_run, run_env
 
 FORMATS = EXPORT_SUFFIXES  # --format → the file's suffix
 OUTPUT = "action"

@@ -128,7 +128,7 @@ def group_curve(label: str, metric: str, runs: Sequence[Run], points: int = 200)
 def curves(paths: Sequence[str], points: int = 200) -> List[Curve]:
     """The curves `rlpipe plot` draws for run folders `paths` (or folders of `train --seeds`):
     per entry, per metric."""
-    from ._report import expand_runs
+    from .report import expand_runs
 
     groups: Dict[str, List[Run]] = {}
     for path in expand_runs(paths):  # a `train --seeds` folder stands for its seed-* runs
@@ -149,7 +149,7 @@ def curves(paths: Sequence[str], points: int = 200) -> List[Curve]:
 
 def draw_curves(drawn: Sequence[Curve]) -> object:
     """A matplotlib Figure: one panel per metric, a line (and band) per group."""
-    from ._figures import require_matplotlib
+    from .figures import require_matplotlib
 
     require_matplotlib("rlpipe plot")
     from matplotlib.figure import Figure
@@ -176,7 +176,7 @@ def plot_runs(paths: Sequence[str], out: Optional[str] = None
               ) -> Tuple[List[Curve], pathlib.Path]:
     """Read run folders `paths`, draw their curves to `out` (.png or .svg; default
     curves.png in the folder the runs share, see `beside_runs`); return both."""
-    from ._figures import beside_runs, check_out, save_figure
+    from .figures import beside_runs, check_out, save_figure
 
     if out is None:
         out = beside_runs(paths, "curves.png")

@@ -21,11 +21,11 @@ import numpy as np
 from rlpipe.envs import EnvManager
 from rlpipe.envs._registry import resolve_env
 from rlpipe.middleware import evaluate_episodes, log_run_videos
-
-from ._evaluate import load_run
 from rlpipe.pipelines.offpolicy import eval_env_kwargs, mask_settings
 from rlpipe.pipelines.base import make_policy
-from ._registry import MissingDependencyError
+from rlpipe.zoo._registry import MissingDependencyError
+
+from .evaluate import load_run
 
 VIDEO_HINT = 'install it with: pip install "rlpipe[video]"'
 

@@ -25,7 +25,7 @@ import difflib
 import math
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
-from ._config_file import read_yaml
+from .config_file import read_yaml
 
 GAMMAS = [0.9, 0.95, 0.98, 0.99, 0.995, 0.999, 0.9999]
 NETS = {"tiny": (64,), "small": (64, 64), "medium": (256, 256), "big": (400, 300)}

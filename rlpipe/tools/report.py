@@ -22,7 +22,7 @@ import numpy as np
 
 from rlpipe.runs import RunDir
 
-from ._registry import MissingDependencyError
+from rlpipe.zoo._registry import MissingDependencyError
 
 METRICS = ("IQM", "mean", "median", "optimality gap")
 PANEL_INCHES, ROW_INCHES, BASE_INCHES, DPI = 3.2, 0.5, 1.3, 100
@@ -219,7 +219,7 @@ def markdown(estimates: Sequence[EntryEstimate], reps: int) -> str:
 
 def draw(estimates: Sequence[EntryEstimate]) -> Any:
     """The interval plot: a panel per metric, a row per entry (bar = interval, tick = point)."""
-    from ._figures import require_matplotlib
+    from .figures import require_matplotlib
 
     require_matplotlib("rlpipe report")
     from matplotlib.figure import Figure
@@ -247,7 +247,7 @@ def write_report(paths: Sequence[str], out: Optional[str] = None,
     """Write `out`/report.md and `out`/report.png for run folders `paths` (default `out`:
     report/ in the folder the runs share, see `beside_runs`); return the Markdown and the
     files."""
-    from ._figures import beside_runs, save_figure
+    from .figures import beside_runs, save_figure
 
     folder = pathlib.Path(out if out is not None else beside_runs(paths, "report"))
     if folder.exists() and not folder.is_dir():
