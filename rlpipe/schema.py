@@ -5,7 +5,7 @@ values: a plain value is a key with no range and no meaning, which is how a user
 `default_config()` reads). From such a tree come the plain defaults that `merge_config` merges
 over (`defaults`), the meanings that `rlpipe config` prints (`flatten`) and the ranges that
 `rlpipe.config_checks` enforces. A key without a range of its own takes the first shared rule
-of `RULES` that its dotted name matches (``*.lr`` is positive, ``*.gamma`` lies in [0, 1] ...),
+of `RULES` that its dotted name matches (``*lr`` is positive, ``*.gamma`` lies in [0, 1] ...),
 so a new policy whose keys follow the usual names is range-checked without a line here.
 
 `RUN_KEYS` declares the run sections of every run config (everything but `policy`) and
@@ -81,30 +81,6 @@ class Range:
         if self.high is not None and (value >= self.high if self.high_open else value > self.high):
             return False
         return True
-
-
-def _num(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else repr(x)
-
-
-def count(low: int = 1, why: str = "", optional: bool = False) -> Range:
-    """An int >= `low` (a size, count or frequency)."""
-    return Range(low=low, integer=True, optional=optional, why=why)
-
-
-def positive(why: str = "", optional: bool = False) -> Range:
-    """A finite number > 0 (a rate, a time, a scale)."""
-    return Range(low=0, low_open=True, optional=optional, why=why)
-
-
-def non_negative(why: str = "", optional: bool = False) -> Range:
-    """A finite number >= 0 (a weight or a noise level that may be off)."""
-    return Range(low=0, optional=optional, why=why)
-
-
-def unit(why: str = "", low_open: bool = False, optional: bool = False) -> Range:
-    """A number in [0, 1] (or (0, 1] with `low_open`): a probability, a discount, a rate."""
-    return Range(low=0, high=1, low_open=low_open, optional=optional, why=why)
 
 
 def _num(x: float) -> str:

@@ -20,6 +20,7 @@ them) and return ``"state"`` (the state after the step) beside ``"action"``. Bot
 from __future__ import annotations
 
 import abc
+import dataclasses
 from typing import Any, Callable, ClassVar, Dict, Mapping, Protocol, Tuple, runtime_checkable
 
 import gymnasium as gym
@@ -27,8 +28,8 @@ import numpy as np
 from easydict import EasyDict
 
 from rlpipe.config import merge_config
-from rlpipe.schema import PIPELINE_KEYS, Key, defaults, extend, flatten
 from rlpipe.models import UnsupportedSpaceError
+from rlpipe.schema import PIPELINE_KEYS, Key, defaults, extend, flatten
 
 from ._space_table import spaces_line
 
@@ -188,6 +189,9 @@ class Policy(abc.ABC):
     # return "state"; it defines `initial_state(n)`. The acting path decides once, when it is
     # built, so feed-forward policies (False) pay nothing for it.
     recurrent: ClassVar[bool] = False
+    # Meanings (dotted key below `policy.` → text) over those its keys declare: how a policy with
+    # a plain `default_config()` explains its settings in `rlpipe config`.
+    config_meanings: ClassVar[Mapping[str, str]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -221,9 +225,8 @@ class Policy(abc.ABC):
         `rlpipe config` explains and the range check applies."""
         own = extend(cls.config_keys(), cls.default_config())
         keys = flatten(_with_pipeline(own, PIPELINE_KEYS))
-        for name, meaning in dict(getattr(cls, "config_meanings", None) or {}).items():
-            keys[name] = Key(keys[name].default if name in keys else None, meaning,
-                             keys[name].range if name in keys else None)
+        for name, meaning in cls.config_meanings.items():
+            keys[name] = dataclasses.replace(keys.get(name, Key(None)), meaning=meaning)
         return {prefix + name: k for name, k in keys.items()}
 
     # --- the interface ------------------------------------------------------------------------
