@@ -125,13 +125,15 @@ def test_a_new_policys_keys_are_checked_by_their_names():
 
 
 def test_every_numeric_default_of_every_policy_has_a_range():
-    """A key added to a policy or RUN_DEFAULTS without a range (by name or by pattern) fails
-    here: add a line to RANGES (or a name the patterns cover)."""
+    """A numeric key added to a policy or the run keys without a range fails here: declare one
+    beside its default (`key(default, meaning, range)`) or give it a name a shared rule of
+    `rlpipe.schema.RULES` covers."""
     unchecked_ok = {"policy.model.dueling", "policy.learn.double_q", "policy.learn.huber",
                     "policy.learn.auto_alpha", "policy.learn.adv_norm",
                     "policy.model.share_encoder", "policy.model.obs_norm", "env.stop_value"}
     for policy_cls in POLICIES:
         cfg = resolve(policy_cls, {})
+        keys = policy_cls.declared_keys("policy.")
         stack = [("", cfg)]
         while stack:
             path, node = stack.pop()
@@ -141,7 +143,7 @@ def test_every_numeric_default_of_every_policy_has_a_range():
                     stack.append((full, value))
                 elif (isinstance(value, (int, float)) and not isinstance(value, bool)
                       and full not in unchecked_ok):
-                    assert rule_for(full) is not None, f"{policy_cls.__name__}: {full}"
+                    assert rule_for(full, keys=keys) is not None, f"{policy_cls.__name__}: {full}"
 
 
 def test_range_words():
