@@ -5,8 +5,8 @@ import pytest
 
 from rlpipe.config import ConfigError
 from rlpipe.config_checks import RANGES, ConfigRangeError, Range, check_config, rule_for
-from rlpipe.policies import (BCPolicy, DQNPolicy, IQLPolicy, PPOPolicy, SACPolicy, TD3BCPolicy,
-                             TD3Policy)
+from rlpipe.policies import (BCPolicy, DQNPolicy, IQLPolicy, PPOPolicy, R2D2Policy, SACPolicy,
+                             TD3BCPolicy, TD3Policy)
 from rlpipe.pipelines import offpolicy as _offpolicy, onpolicy as _onpolicy
 
 POLICIES = (DQNPolicy, PPOPolicy, SACPolicy, TD3Policy, BCPolicy, IQLPolicy, TD3BCPolicy)
@@ -74,6 +74,10 @@ BAD = [
     (IQLPolicy, "policy.learn.value_lr", 0.0, "> 0"),
     (IQLPolicy, "policy.learn.actor_lr_cosine_steps", 0, "an int >= 1, or None"),
     (TD3BCPolicy, "policy.learn.alpha", -2.5, ">= 0"),
+    # ranges a policy declares beside its keys
+    (R2D2Policy, "policy.learn.seq_len", 0, "an int >= 1"),
+    (R2D2Policy, "policy.learn.burn_in", -1, "an int >= 0"),
+    (R2D2Policy, "policy.learn.priority_eta", 1.5, "[0, 1]"),
 ]
 
 

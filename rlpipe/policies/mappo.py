@@ -33,7 +33,7 @@ from torch import nn
 from rlpipe.data import to_torch
 from rlpipe.models import batch_rows, obs_as_tensor
 from rlpipe.models.multi_agent import MultiAgentActorCritic, agent_rows
-from rlpipe.schema import extend, key
+from rlpipe.schema import count, extend, key, positive
 
 from ._agents import agent_action_mask, present_mask, zero_absent
 from ._common import adam, clone_state, hard_update, resolve_device
@@ -97,14 +97,15 @@ class MAPPOPolicy(Policy):
                 lr=key(7e-4, "actor's Adam learning rate"),
                 critic_lr=key(7e-4, "critic's Adam learning rate"),
                 epoch_per_collect=key(10, "passes over each rollout"),
-                n_minibatches=key(1, "minibatches (of env rows) per pass"),
+                n_minibatches=key(1, "minibatches (of env rows) per pass",
+                                  count(1, "minibatches per pass")),
                 gamma=key(0.99, "discount (read by gae_estimator)"),
                 gae_lambda=key(0.95, "GAE λ (read by gae_estimator)"),
                 reward_scale=key(1.0, "rewards × this before GAE (read by gae_estimator)"),
                 clip_ratio=key(0.2, "ε of the clipped objective"),
                 value_clip=key(0.2, "c: clip the (normalised) value's change (None: no clip)"),
                 value_loss=key("huber", '"huber" or "mse"'),
-                huber_delta=key(10.0, "δ of the Huber value loss"),
+                huber_delta=key(10.0, "δ of the Huber value loss", positive("Huber threshold")),
                 value_coef=key(1.0, "weight of the value loss"),
                 entropy_coef=key(0.01, "weight of the entropy bonus"),
                 adv_norm=key(True, "normalise advantages over each minibatch's present rows"),

@@ -26,7 +26,7 @@ from torch import nn
 from rlpipe.data import RolloutStorage
 from rlpipe.models import batch_rows, obs_as_tensor
 from rlpipe.models.recurrent_actor_critic import RecurrentActorCritic
-from rlpipe.schema import extend, key
+from rlpipe.schema import count, extend, key
 
 from ._masks import masked_categorical, policy_mask
 from ._ppo_loss import ppo_terms
@@ -62,12 +62,13 @@ class PPOLSTMPolicy(PPOPolicy):
                 share_encoder=key(False, "True: one encoder and one core for actor and critic"),
                 encoder_layers=key((), "encoder layer widths before the core ((): vectors as they "
                                    "are)"),
-                core_size=key(64, "LSTM/GRU hidden size"),
+                core_size=key(64, "LSTM/GRU hidden size", count(1, "core width")),
                 core_kind=key("lstm", '"lstm" or "gru"'),
             ),
             learn=dict(
                 batch_size=key(256, "steps per minibatch (whole chunks of chunk_len steps)"),
-                chunk_len=key(32, "steps per sequence of truncated BPTT"),
+                chunk_len=key(32, "steps per sequence of truncated BPTT",
+                              count(1, "steps per BPTT chunk")),
             ),
         ))
 
