@@ -2,24 +2,23 @@
 
 `merge_config` checks that a key exists and has the right type; this module checks that its
 *value* can work (``policy.collect.n_sample=0`` would divide by zero, ``gamma=1.5`` diverges,
-``lr=nan`` poisons the first update). The allowed ranges live in one table, `RANGES`, whose
-patterns are matched against each dotted key (``fnmatch``: ``*`` spans dots, so
-``*.batch_size`` covers every section's batch size). A new policy whose keys follow the usual
-names (``lr``, ``*_lr``, ``gamma``, ``tau``, ``batch_size``, ``*_freq`` …) is checked without a
-new line here; add a line for a key with a new name.
+``lr=nan`` poisons the first update). The ranges are those of the config schema
+(`rlpipe.schema`): the range a key declares beside its default and meaning, else the shared
+rule its name matches. `RANGES` lists them as (pattern, range): the declared run and pipeline
+keys first, then the shared rules; a policy's own declared ranges apply when its keys are passed
+(`check_config(cfg, keys=...)`, as the pipelines do).
 
 `check_config(cfg)` raises a `ConfigRangeError` (a `ConfigError`, so a `ValueError`) whose
 message is one line naming the key, its value and the allowed range.
 """
 from __future__ import annotations
 
-import fnmatch
-import math
 import numbers
-from dataclasses import dataclass
 from typing import Any, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from rlpipe.config import ConfigError
+from rlpipe.schema import PIPELINE_KEYS, RULES, RUN_KEYS, Key, Range, flatten
+from rlpipe.schema import rule_for as _schema_rule
 
 __all__ = ["ConfigRangeError", "RANGES", "Range", "budget_warnings", "check_config", "rule_for"]
 
@@ -28,168 +27,14 @@ class ConfigRangeError(ConfigError):
     """A config value of the right type that lies outside the range that can work."""
 
 
-@dataclass(frozen=True)
-class Range:
-    """The values a key may take: a number (``integer`` for counts) between `low` and `high`,
-    ends included unless `low_open`/`high_open`; `optional`: None (off/unset) is allowed too;
-    `sizes`: the value is a list/tuple of numbers each in the range (layer widths)."""
-
-    low: Optional[float] = None
-    high: Optional[float] = None
-    low_open: bool = False
-    high_open: bool = False
-    integer: bool = False
-    optional: bool = False
-    sizes: bool = False
-    why: str = ""
-
-    def describe(self) -> str:
-        """The allowed range in words, e.g. ``an int >= 1`` or ``a number in (0, 1]``."""
-        kind = "an int" if self.integer else "a finite number"
-        if self.low is not None and self.high is not None:
-            text = (f"{kind} in {'(' if self.low_open else '['}{_num(self.low)}, "
-                    f"{_num(self.high)}{')' if self.high_open else ']'}")
-        elif self.low is not None:
-            text = f"{kind} {'>' if self.low_open else '>='} {_num(self.low)}"
-        elif self.high is not None:
-            text = f"{kind} {'<' if self.high_open else '<='} {_num(self.high)}"
-        else:
-            text = kind
-        if self.sizes:
-            text = f"a non-empty list of {text.replace('an int', 'ints', 1)}"
-        if self.optional:
-            text += ", or None"
-        return text
-
-    def accepts(self, value: Any) -> bool:
-        """Whether `value` lies in this range."""
-        if value is None:
-            return self.optional
-        if self.sizes:
-            return (isinstance(value, (list, tuple)) and len(value) > 0
-                    and all(self._accepts_number(v) for v in value))
-        return self._accepts_number(value)
-
-    def _accepts_number(self, value: Any) -> bool:
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            return False
-        if self.integer and not float(value).is_integer():
-            return False
-        if not math.isfinite(float(value)):
-            return False
-        if self.low is not None and (value <= self.low if self.low_open else value < self.low):
-            return False
-        if self.high is not None and (value >= self.high if self.high_open else value > self.high):
-            return False
-        return True
+def _declared_ranges() -> Tuple[Tuple[str, Range], ...]:
+    declared = {**RUN_KEYS, **flatten(PIPELINE_KEYS, "policy.")}
+    return tuple((name, k.range) for name, k in declared.items() if k.range is not None)
 
 
-def _num(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else repr(x)
-
-
-def count(low: int = 1, why: str = "", optional: bool = False) -> Range:
-    """An int >= `low` (a size, count or frequency)."""
-    return Range(low=low, integer=True, optional=optional, why=why)
-
-
-def positive(why: str = "", optional: bool = False) -> Range:
-    """A finite number > 0 (a rate, a time, a scale)."""
-    return Range(low=0, low_open=True, optional=optional, why=why)
-
-
-def non_negative(why: str = "", optional: bool = False) -> Range:
-    """A finite number >= 0 (a weight or a noise level that may be off)."""
-    return Range(low=0, optional=optional, why=why)
-
-
-def unit(why: str = "", low_open: bool = False, optional: bool = False) -> Range:
-    """A number in [0, 1] (or (0, 1] with `low_open`): a probability, a discount, a rate."""
-    return Range(low=0, high=1, low_open=low_open, optional=optional, why=why)
-
-
-# Pattern → allowed range. The first pattern that matches a key wins, so specific keys come
-# before the general names below them. Keys that match nothing are not range-checked.
-RANGES: Sequence[Tuple[str, Range]] = (
-    # the run
-    ("seed", count(0, "the run's seed")),
-    ("policy.seed", count(0, "seeds network init and exploration", optional=True)),
-    ("max_env_step", count(1, "the run's budget of env steps")),
-    ("max_train_iter", count(1, "the run's budget of train iterations", optional=True)),
-    ("max_wall_time", positive("the run's budget in seconds", optional=True)),
-    # env
-    ("env.n_envs", count(1, "collector envs")),
-    ("env.eval_n_envs", count(1, "evaluator envs")),
-    ("env.step_timeout", positive("seconds a step may take", optional=True)),
-    ("env.max_restarts", count(0, "env restarts allowed within env.restart_window")),
-    ("env.restart_window", count(1, "env steps over which restarts are counted",
-                                 optional=True)),
-    # replay, checkpoints, distributed
-    ("replay.capacity", count(1, "transitions the buffer holds")),
-    ("replay.min_samples", count(0, "transitions stored before learning starts")),
-    ("replay.alpha", non_negative("priority exponent")),
-    ("replay.beta", unit("importance-sampling exponent")),
-    ("replay.frame_stack", count(1, "frames per stacked observation")),
-    ("replay.max_updates_per_step", positive("updates per collected env step",
-                                             optional=True)),
-    ("ckpt.train_freq", count(1, "train iterations between checkpoints")),
-    ("parallel.collectors", count(0, "collector processes")),
-    ("parallel.publish_every", count(1, "train iterations between weight publications",
-                                     optional=True)),
-    ("parallel.batches_per_iter", count(1, "trajectory batches per learner iteration")),
-    ("parallel.queue_size", count(1, "queued trajectory batches", optional=True)),
-    ("parallel.child_nice", count(0, "CPU priority offset of local child processes",
-                                  optional=True)),
-    # the pipeline settings of every policy section
-    ("policy.collect.n_sample", count(1, "env steps collected per iteration")),
-    ("policy.collect.n_episode", count(1, "episodes collected per iteration")),
-    ("policy.collect.random_collect_size", count(0, "random warm-up env steps")),
-    ("policy.other.eps.start", unit("exploration probability")),
-    ("policy.other.eps.end", unit("exploration probability")),
-    ("policy.other.eps.decay", count(1, "env steps of the epsilon decay")),
-    ("policy.learn.update_per_collect", count(1, "updates per iteration")),
-    ("policy.eval.evaluator.eval_freq", count(1, "train iterations between evaluations")),
-    ("policy.eval.evaluator.n_episode", count(1, "episodes per evaluation")),
-    # policy hyper-parameters, by their usual names
-    ("*.log_std_min", Range(why="lower bound of the log std")),
-    ("*.log_std_max", Range(why="upper bound of the log std")),
-    ("*.init_log_std", Range(why="initial log std")),
-    ("*.target_entropy", Range(optional=True, why="entropy target")),
-    ("*hidden", Range(low=1, integer=True, sizes=True, why="layer widths")),
-    ("*.lr_decay_env_steps", count(1, "env steps of the lr decay", optional=True)),
-    ("*.actor_lr_cosine_steps", count(1, "learn steps of the cosine lr decay", optional=True)),
-    ("*lr", positive("learning rate")),
-    ("*.batch_size", count(1, "rows per update")),
-    ("*.gamma", unit("discount")),
-    ("*.gae_lambda", unit("GAE lambda")),
-    ("*.tau", unit("Polyak rate", low_open=True, optional=True)),
-    ("*.nstep", count(1, "steps of the n-step return")),
-    ("*_freq", count(1, "a frequency in steps")),
-    ("*.epoch_per_collect", count(1, "passes over each rollout")),
-    ("*.policy_delay", count(1, "critic updates per actor update")),
-    ("*.grad_clip", positive("max gradient norm", optional=True)),
-    ("*.clip_ratio", positive("PPO clip epsilon")),
-    ("*.value_clip", positive("value clip range", optional=True)),
-    ("*_coef", non_negative("loss weight")),
-    ("*.reward_scale", positive("reward scale")),
-    ("*.target_kl", positive("approx-KL early stop", optional=True)),
-    ("*.init_alpha", positive("entropy temperature")),
-    ("*.cql_alpha", non_negative("weight of CQL's conservative term")),
-    ("*.cql_n_actions", count(1, "actions CQL samples per state from each sampler")),
-    ("*.bc_steps", count(0, "learn steps of behaviour cloning first")),
-    ("*.cql_temperature", positive("temperature of CQL's logsumexp")),
-    ("*.lagrange_threshold", Range(optional=True, why="the conservative gap CQL's Lagrange "
-                                                      "multiplier aims for")),
-    ("*.init_alpha_prime", Range(low=0, high=1e6, low_open=True,
-                                 why="initial Lagrange multiplier")),
-    ("*noise*", non_negative("noise std")),
-    # offline RL (IQL, TD3+BC)
-    ("*.expectile", Range(low=0, high=1, low_open=True, high_open=True,
-                          why="expectile of the value regression")),
-    ("*.beta", non_negative("inverse temperature of the advantage weights")),
-    ("*.max_weight", positive("clip of the advantage weights")),
-    ("*.alpha", non_negative("weight of the Q term against behaviour cloning")),
-)
+# Pattern → allowed range. The first pattern that matches a key wins: the exact keys of the run
+# and pipeline sections, then the shared rules by name. Keys that match nothing are not checked.
+RANGES: Sequence[Tuple[str, Range]] = _declared_ranges() + tuple(RULES)
 
 
 def _leaves(cfg: Mapping, path: str = "") -> Iterator[Tuple[str, Any]]:
@@ -201,19 +46,20 @@ def _leaves(cfg: Mapping, path: str = "") -> Iterator[Tuple[str, Any]]:
             yield full, value
 
 
-def rule_for(key: str, table: Sequence[Tuple[str, Range]] = RANGES) -> Optional[Range]:
-    """The range of dotted `key` (the first pattern of `table` that matches), or None."""
-    for pattern, rule in table:
-        if fnmatch.fnmatchcase(key, pattern):
-            return rule
-    return None
+def rule_for(key: str, table: Sequence[Tuple[str, Range]] = RANGES,
+             keys: Optional[Mapping[str, Key]] = None) -> Optional[Range]:
+    """The range of dotted `key`: the one it declares in `keys` (dotted name → `Key`, e.g. a
+    policy's `declared_keys("policy.")`), else the first pattern of `table` that matches, else
+    None."""
+    return _schema_rule(key, keys, table)
 
 
-def check_config(cfg: Mapping, table: Sequence[Tuple[str, Range]] = RANGES) -> Mapping:
-    """Raise `ConfigRangeError` for the first key of `cfg` whose value lies outside its range in
-    `table`; return `cfg` unchanged otherwise (so calls chain)."""
+def check_config(cfg: Mapping, table: Sequence[Tuple[str, Range]] = RANGES,
+                 keys: Optional[Mapping[str, Key]] = None) -> Mapping:
+    """Raise `ConfigRangeError` for the first key of `cfg` whose value lies outside its range
+    (`rule_for`); return `cfg` unchanged otherwise (so calls chain)."""
     for key, value in _leaves(cfg):
-        rule = rule_for(key, table)
+        rule = rule_for(key, table, keys)
         if rule is None or rule.accepts(value):
             continue
         why = f" ({rule.why})" if rule.why else ""

@@ -5,8 +5,8 @@ import pytest
 
 from rlpipe.config import ConfigError
 from rlpipe.config_checks import RANGES, ConfigRangeError, Range, check_config, rule_for
-from rlpipe.policies import (BCPolicy, DQNPolicy, IQLPolicy, PPOPolicy, SACPolicy, TD3BCPolicy,
-                             TD3Policy)
+from rlpipe.policies import (BCPolicy, DQNPolicy, IQLPolicy, PPOPolicy, R2D2Policy, SACPolicy,
+                             TD3BCPolicy, TD3Policy)
 from rlpipe.pipelines import offpolicy as _offpolicy, onpolicy as _onpolicy
 
 POLICIES = (DQNPolicy, PPOPolicy, SACPolicy, TD3Policy, BCPolicy, IQLPolicy, TD3BCPolicy)
@@ -74,6 +74,10 @@ BAD = [
     (IQLPolicy, "policy.learn.value_lr", 0.0, "> 0"),
     (IQLPolicy, "policy.learn.actor_lr_cosine_steps", 0, "an int >= 1, or None"),
     (TD3BCPolicy, "policy.learn.alpha", -2.5, ">= 0"),
+    # ranges a policy declares beside its keys
+    (R2D2Policy, "policy.learn.seq_len", 0, "an int >= 1"),
+    (R2D2Policy, "policy.learn.burn_in", -1, "an int >= 0"),
+    (R2D2Policy, "policy.learn.priority_eta", 1.5, "[0, 1]"),
 ]
 
 
@@ -125,13 +129,15 @@ def test_a_new_policys_keys_are_checked_by_their_names():
 
 
 def test_every_numeric_default_of_every_policy_has_a_range():
-    """A key added to a policy or RUN_DEFAULTS without a range (by name or by pattern) fails
-    here: add a line to RANGES (or a name the patterns cover)."""
+    """A numeric key added to a policy or the run keys without a range fails here: declare one
+    beside its default (`key(default, meaning, range)`) or give it a name a shared rule of
+    `rlpipe.schema.RULES` covers."""
     unchecked_ok = {"policy.model.dueling", "policy.learn.double_q", "policy.learn.huber",
                     "policy.learn.auto_alpha", "policy.learn.adv_norm",
                     "policy.model.share_encoder", "policy.model.obs_norm", "env.stop_value"}
     for policy_cls in POLICIES:
         cfg = resolve(policy_cls, {})
+        keys = policy_cls.declared_keys("policy.")
         stack = [("", cfg)]
         while stack:
             path, node = stack.pop()
@@ -141,7 +147,7 @@ def test_every_numeric_default_of_every_policy_has_a_range():
                     stack.append((full, value))
                 elif (isinstance(value, (int, float)) and not isinstance(value, bool)
                       and full not in unchecked_ok):
-                    assert rule_for(full) is not None, f"{policy_cls.__name__}: {full}"
+                    assert rule_for(full, keys=keys) is not None, f"{policy_cls.__name__}: {full}"
 
 
 def test_range_words():

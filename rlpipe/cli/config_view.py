@@ -1,16 +1,17 @@
 """`rlpipe config`: the resolved config of an entry, an --algo/--env pair or a run folder, with what
-each key means (from `rlpipe/zoo/_meanings.py`) and where its value comes from: your `--set`, the
-zoo entry, the field's standard default of a generic run (`rlpipe.standard_defaults`, naming the
-reference implementation or paper), or rlpipe's own default."""
+each key means (from the config schema, `rlpipe.schema`) and where its value comes from: your
+`--set`, the zoo entry, the field's standard default of a generic run (`rlpipe.standard_defaults`,
+naming the reference implementation or paper), or rlpipe's own default."""
 from __future__ import annotations
 
+import json
 import os
-from typing import Iterable, Optional
+from typing import Any, Dict, Iterable, List, Mapping, Optional
 
+from rlpipe.schema import RUN_KEYS
 from rlpipe.standard_defaults import explicit_keys, standard_sources
 
 from rlpipe.zoo._generic import is_generic
-from rlpipe.zoo._meanings import config_meanings, describe_config
 from rlpipe.zoo._registry import _drop_stale_stop_value, _entry_to_train, get_entry
 from rlpipe.runs.create import read_config
 
@@ -52,3 +53,65 @@ def _sources(entry, overrides, from_run: bool) -> dict:
         sources = {key: f"zoo entry {entry.name}" for key in explicit_keys(entry.config)}
     sources.update({key: "your --set" for key in explicit_keys(None, overrides)})
     return sources
+
+
+# A generic run's config also names the modules it imports (`rlpipe train --import`).
+IMPORTS_MEANING = ("modules imported before the run (`--import`), e.g. ones that register an env "
+                   "or a policy")
+
+
+def config_meanings(policy_cls: type, with_imports: bool = False) -> Dict[str, str]:
+    """`{dotted key: meaning}` for a whole run config of `policy_cls`, from the schema: the run
+    keys and the policy's declared keys (`policy_cls.declared_keys`)."""
+    meanings = {name: k.meaning for name, k in RUN_KEYS.items()}
+    if with_imports:
+        meanings["imports"] = IMPORTS_MEANING
+    meanings.update({name: k.meaning for name, k in policy_cls.declared_keys("policy.").items()
+                     if k.meaning})
+    return meanings
+
+
+OPAQUE_KEYS = ("env.env_kwargs", "env.eval_env_kwargs")
+"""Dicts that are one value (the env's own keyword arguments), not a config section."""
+
+
+def leaf_keys(cfg: Mapping, prefix: str = "") -> List[str]:
+    """Dotted keys of the non-section values of `cfg` (an empty dict, and the dicts in
+    `OPAQUE_KEYS`, count as a value)."""
+    keys: List[str] = []
+    for key, value in cfg.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value and dotted not in OPAQUE_KEYS:
+            keys += leaf_keys(value, dotted + ".")
+        else:
+            keys.append(dotted)
+    return keys
+
+
+def _lookup(cfg: Mapping, dotted: str) -> Any:
+    node: Any = cfg
+    for part in dotted.split("."):
+        node = node[part]
+    return node
+
+
+def describe_config(cfg: Mapping, meanings: Mapping[str, str],
+                    sources: Mapping[str, str] = None) -> str:
+    """One line per key: `key = value  # meaning` (values as JSON where they can be), and
+    `[source]` after the meaning for the keys `sources` names (where the value comes from)."""
+    keys = leaf_keys(cfg)
+    width = max((len(k) for k in keys), default=0)
+    lines = []
+    for key in keys:
+        value = _lookup(cfg, key)
+        try:
+            shown = json.dumps(list(value) if isinstance(value, tuple) else value)
+        except TypeError:
+            shown = repr(value)
+        text = f"{key:<{width}} = {shown}"
+        meaning = meanings.get(key) or ""
+        source = (sources or {}).get(key)
+        if source:
+            meaning = f"{meaning} [{source}]" if meaning else f"[{source}]"
+        lines.append(f"{text:<{width + 20}}  # {meaning}" if meaning else text)
+    return "\n".join(lines)

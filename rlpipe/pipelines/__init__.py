@@ -15,8 +15,9 @@ checked):
 
 `run_tail(task, cfg, policy, run_state)` is the run's tail as middleware (termination, final
 evaluation, logger, checkpoints with the resume state, progress bar); `RunState` and
-`resumed_context` make a pipeline resume exactly (`resume.py`); `run_keys.py` is the run
-config's schema (each run key's default and meaning).
+`resumed_context` make a pipeline resume exactly (`resume.py`); `run_keys.py` says which run
+keys each pipeline takes and the defaults it changes (the keys themselves, with default, meaning
+and range, are declared in `rlpipe.schema`).
 """
 from . import offline, offpolicy, onpolicy
 from .base import Pipeline, make_policy, run_pipeline, seed_everything

@@ -39,15 +39,9 @@ from rlpipe.runs import changed_data_file, record_data_files, recorded_data_file
 from .offpolicy import eval_env_kwargs, mask_settings
 from .base import Pipeline, closed_on_error, make_policy, named_point, run_pipeline
 from .resume import RunState, resumed_context
-from .run_keys import run_defaults
+from .run_keys import RUN_DEFAULTS
 from .tail import run_tail
 
-# No env steps, collector or replay: the budget is in learn steps. --async runs an evaluator
-# process beside the trainer on the local backend, at full CPU priority (publish_every None:
-# the trainer publishes its weights every eval_freq updates).
-RUN_DEFAULTS: Dict[str, Any] = run_defaults(
-    without=("max_env_step", "env.n_envs", "replay", "parallel.batches_per_iter"),
-    changed={"max_train_iter": 10_000, "parallel.backend": "local", "parallel.child_nice": 0})
 MAKE_ONE = ("`rlpipe train cartpole-dqn`, then `rlpipe dataset collect runs/cartpole-dqn/<run> "
             "--episodes 50 --eps 0.2 --id {id}` (or `rlpipe dataset collect random --env ENV "
             "--episodes 50 --id {id}`)")
@@ -56,7 +50,7 @@ MAKE_ONE = ("`rlpipe train cartpole-dqn`, then `rlpipe dataset collect runs/cart
 def default_config(policy_cls: Any) -> EasyDict:
     """The full default config of an offline run: run, data set, eval env, logger and
     checkpoint sections, and the policy's own defaults."""
-    return EasyDict({**RUN_DEFAULTS, "policy": policy_cls.config_schema()})
+    return EasyDict({**RUN_DEFAULTS["offline"], "policy": policy_cls.config_schema()})
 
 
 def resolve_config(policy_cls: Any, entry_config: Mapping,
@@ -70,7 +64,7 @@ def resolve_config(policy_cls: Any, entry_config: Mapping,
             cfg.env.id = dataset_spec(cfg.dataset.id).env_id
         except OfflineDataError:
             pass  # a missing data set is reported, with how to make one, when the run starts
-    return check_config(cfg)
+    return check_config(cfg, keys=policy_cls.declared_keys("policy."))
 
 
 def explained(err: OfflineDataError, dataset_id: str) -> OfflineDataError:

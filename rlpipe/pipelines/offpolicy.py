@@ -19,25 +19,23 @@ from rlpipe.middleware.exchange import Exchange
 from .base import (DataPath, Pipeline, closed_on_error, make_policy, named_point,
                    run_pipeline)
 from .resume import RunState, resumed_context
-from .run_keys import run_defaults
+from .run_keys import RUN_DEFAULTS
 from .sequence import sequence_data
 from .tail import run_tail
-
-RUN_DEFAULTS: Dict[str, Any] = run_defaults(without=("dataset", "logger.train_show_freq"))
 
 
 def default_config(policy_cls: Any) -> EasyDict:
     """The full default run config for an off-policy algorithm: run, env, replay, logger,
     checkpoint sections, and the policy's own defaults plus the pipeline's settings."""
-    return EasyDict({**RUN_DEFAULTS, "policy": policy_cls.config_schema()})
+    return EasyDict({**RUN_DEFAULTS["off-policy"], "policy": policy_cls.config_schema()})
 
 
 def resolve_config(policy_cls: Any, entry_config: Mapping,
                    user: Optional[Mapping] = None) -> EasyDict:
     """Defaults ← the zoo entry's config ← the user's config; unknown keys are errors, and so
-    are values outside their range (`rlpipe.config_checks.RANGES`)."""
+    are values outside their range (`rlpipe.config_checks`)."""
     cfg = merge_config(default_config(policy_cls), entry_config)
-    return check_config(merge_config(cfg, user or {}))
+    return check_config(merge_config(cfg, user or {}), keys=policy_cls.declared_keys("policy."))
 
 
 def mask_settings(env_cfg: Any) -> dict:

@@ -18,29 +18,22 @@ from rlpipe.middleware.exchange import Exchange
 from .offpolicy import make_envs
 from .base import Pipeline, closed_on_error, make_policy, named_point, run_pipeline
 from .resume import RunState, resumed_context
-from .run_keys import run_defaults
+from .run_keys import RUN_DEFAULTS
 from .tail import run_tail
 
 log = logging.getLogger("rlpipe")
-
-# No replay buffer; `--init-from` is for off-policy and offline runs. Distributed, the learner
-# computes GAE on each collector rollout it receives (one per iteration: batches_per_iter must
-# stay 1, a rollout is one stretch of time) and publishes its weights after every update.
-RUN_DEFAULTS: Dict[str, Any] = run_defaults(
-    without=("init_from", "init_from_optim", "dataset", "replay", "logger.train_show_freq",
-             "parallel.child_nice"))
 
 
 def default_config(policy_cls: Any) -> EasyDict:
     """The full default run config for an on-policy algorithm: run, env, logger and checkpoint
     sections, and the policy's own defaults plus the pipeline's settings (no replay section)."""
-    return EasyDict({**RUN_DEFAULTS, "policy": policy_cls.config_schema()})
+    return EasyDict({**RUN_DEFAULTS["on-policy"], "policy": policy_cls.config_schema()})
 
 
 def resolve_config(policy_cls: Any, entry_config: Mapping,
                    user: Optional[Mapping] = None) -> EasyDict:
     """Defaults ← the zoo entry's config ← the user's config; unknown keys are errors, and so
-    are values outside their range (`rlpipe.config_checks.RANGES`).
+    are values outside their range (`rlpipe.config_checks`).
 
     A linear learning-rate schedule without `policy.learn.lr_decay_env_steps` decays over the
     run's `max_env_step`.
@@ -49,7 +42,7 @@ def resolve_config(policy_cls: Any, entry_config: Mapping,
     learn = cfg.policy.learn
     if learn.get("lr_schedule") == "linear" and learn.get("lr_decay_env_steps") is None:
         learn.lr_decay_env_steps = int(cfg.max_env_step)
-    return check_config(cfg)
+    return check_config(cfg, keys=policy_cls.declared_keys("policy."))
 
 
 def build_onpolicy(cfg: Any, policy_cls: Any, after_collector: Sequence[Any] = (),

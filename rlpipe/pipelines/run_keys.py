@@ -1,87 +1,15 @@
-"""The run sections of a run's config (everything but `policy`): each key's default and
-meaning, in one table.
+"""Which run keys each pipeline takes, and the defaults it changes: one table, `PIPELINE_RUNS`,
+from which every pipeline's run defaults (`RUN_DEFAULTS`) come.
 
-`RUN_KEYS` holds every run key (dotted) with its default and what it means, in the order
-`rlpipe config` prints them. A pipeline's defaults are `run_defaults(without, changed)`: the
-table without the keys that do not apply to that pipeline, with the few defaults it changes.
+The run keys themselves (default, meaning, range) are declared in `rlpipe.schema.RUN_KEYS`; a
+pipeline's defaults are that table without the keys that do not apply to it, with the few
+defaults it changes (`run_defaults(without, changed)`).
 """
 from __future__ import annotations
 
 from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
 
-RUN_KEYS: Dict[str, Tuple[Any, str]] = {
-    "seed": (0, "seed of the run: envs, network init, exploration, replay sampling"),
-    "run_dir": (None, "the run folder (set by `rlpipe train`: runs/<name>/<timestamp>/)"),
-    "async_mode": (False, "overlap collection and evaluation with training (`--async`)"),
-    "max_env_step": (100_000, "stop after this many env steps (`--max-env-steps`)"),
-    "max_train_iter": (None, "stop after this many learn steps (None: no limit; offline: the "
-                             "budget)"),
-    "max_wall_time": (None, "stop after this many seconds (None: no limit)"),
-    "progress": (True, "show a progress bar (`--no-progress` turns it off)"),
-    "resume_from": (None, "checkpoint this run continues from (set by `--resume`)"),
-    "init_from": (None, "checkpoint whose weights this new run starts from (set by "
-                        "`--init-from RUN_DIR`: its best.pt, else final.pt)"),
-    "init_from_optim": (False, "with init_from: load the optimiser states too "
-                               "(`--init-from-optim`); else they start fresh"),
-    "dataset.id": (None, "the Minari data set an offline run trains on (`--dataset ID`; "
-                         "`rlpipe dataset list` shows the local ones)"),
-    "env.id": (None, "gymnasium id, name registered with rlpipe.envs.register_env, or "
-                     "module:Factory (offline: the eval env; None: the data set's)"),
-    "env.n_envs": (8, "parallel envs the collector steps"),
-    "env.eval_n_envs": (5, "parallel envs the evaluator steps"),
-    "env.mode": ("auto", "vectorisation: 'sync', 'async' (subprocesses), 'native' or 'auto'"),
-    "env.stop_value": (None, "finish when the mean eval return reaches this (None: run the "
-                             "budget)"),
-    "env.step_timeout": (None, "seconds an env step may take before the env is restarted "
-                               "(async mode)"),
-    "env.env_kwargs": ({}, "keyword arguments for gymnasium.make (or the env factory)"),
-    "env.eval_env_kwargs": ({}, "the evaluator's env kwargs, over env_kwargs (Atari: "
-                                "{'atari_preset': 'eval'})"),
-    # Counted per env manager: an env that crashes now and then runs on; a crash loop stops.
-    "env.max_restarts": (10, "env restarts (crashes, hangs) allowed within restart_window "
-                             "steps; one more stops the run, naming the env and its last "
-                             "traceback"),
-    "env.restart_window": (1000, "batched env steps over which max_restarts counts (None: the "
-                                 "whole run)"),
-    "env.action_masks": (True, "hand the env's action masks to the policy (False: ignore them)"),
-    "env.action_mask_fn": (None, "'module:function' giving the action mask from (obs, infos); "
-                                 "None: the env's info['action_mask'] or obs key 'action_mask'"),
-    "replay.capacity": (100_000, "transitions the replay buffer holds"),
-    "replay.prioritized": (False, "prioritised replay (sum tree) instead of uniform sampling"),
-    "replay.alpha": (0.6, "prioritised replay: priority exponent"),
-    "replay.beta": (0.4, "prioritised replay: importance-sampling exponent"),
-    "replay.min_samples": (1000, "transitions in the buffer before learning starts"),
-    "replay.max_updates_per_step": (None, "learn steps allowed per collected env step "
-                                          "(None: update_per_collect / n_sample)"),
-    "replay.save_buffer": (True, "checkpoints save the replay buffer, so --resume is exact"),
-    "replay.frames": (None, "store each frame of uint8 frame-stack observations once (True), "
-                            "never (False), or None: when the env's observations are such "
-                            "stacks"),
-    "replay.frame_stack": (4, "frames per observation, for replay.frames (the axis of this "
-                              "size, first or last, is the frame axis)"),
-    "logger.tensorboard": (True, "write TensorBoard events to <run_dir>/tb"),
-    "logger.wandb": (False, "also log the metrics and config to Weights & Biases, files under "
-                            "<run_dir>/wandb (rlpipe[wandb]; WANDB_MODE=offline: no network)"),
-    "logger.wandb_project": ("rlpipe", "the W&B project of logger.wandb"),
-    "logger.wandb_mode": (None, "W&B's mode: 'online', 'offline' (files only, `wandb sync` "
-                                "uploads them later) or None (WANDB_MODE decides, else online)"),
-    "logger.train_show_freq": (100, "log the learner's statistics (averaged) every this many "
-                                    "train iterations"),
-    "ckpt.train_freq": (5000, "write a resumable checkpoint every this many learn steps"),
-    # Distributed runs: `rlpipe train --collectors N` (docs/distributed.md).
-    "parallel.collectors": (0, "collector processes of a distributed run (`--collectors`)"),
-    "parallel.evaluator": (False, "evaluate in a process of its own (`--evaluator`)"),
-    "parallel.publish_every": (None, "learner publishes weights every N learn steps (None: "
-                                     "every one)"),
-    "parallel.batches_per_iter": (1, "collector batches the learner takes per iteration"),
-    "parallel.queue_size": (None, "collector batches in flight before collectors wait (None: "
-                                  "default)"),
-    "parallel.backend": ("ray", "'ray' (actors, one machine or a cluster) or 'local' (child "
-                                "processes)"),
-    "parallel.child_nice": (None, "CPU priority offset of the local backend's children (None: "
-                                  "10; 0 for a real-time collector that must keep its clock)"),
-}
-
+from rlpipe.schema import RUN_KEYS
 
 def run_defaults(without: Iterable[str] = (),
                  changed: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
@@ -93,12 +21,12 @@ def run_defaults(without: Iterable[str] = (),
                      - {key.split(".")[0] for key in RUN_KEYS})
     if unknown:
         raise KeyError(f"run_defaults: {unknown} are no run keys; RUN_KEYS in "
-                       f"rlpipe/pipelines/run_keys.py lists them")
+                       f"rlpipe/schema.py lists them")
     out: Dict[str, Any] = {}
-    for key, (default, _) in RUN_KEYS.items():
+    for key, declared in RUN_KEYS.items():
         if key in without or key.split(".")[0] in without:
             continue
-        value = changed.pop(key, default)
+        value = changed.pop(key, declared.default)
         *sections, name = key.split(".")
         node = out
         for section in sections:
@@ -110,4 +38,26 @@ def run_defaults(without: Iterable[str] = (),
     return out
 
 
-__all__ = ["RUN_KEYS", "run_defaults"]
+
+# Pipeline → (run keys or sections it does not take, {dotted key: the default it changes}).
+PIPELINE_RUNS: Dict[str, Tuple[Tuple[str, ...], Dict[str, Any]]] = {
+    "off-policy": (("dataset", "logger.train_show_freq"), {}),
+    # No replay buffer; `--init-from` is for off-policy and offline runs. Distributed, the
+    # learner computes GAE on each collector rollout it receives (one per iteration:
+    # batches_per_iter must stay 1, a rollout is one stretch of time) and publishes its weights
+    # after every update.
+    "on-policy": (("init_from", "init_from_optim", "dataset", "replay", "logger.train_show_freq",
+                   "parallel.child_nice"), {}),
+    # No env steps, collector or replay: the budget is in learn steps. --async runs an evaluator
+    # process beside the trainer on the local backend, at full CPU priority (publish_every None:
+    # the trainer publishes its weights every eval_freq updates).
+    "offline": (("max_env_step", "env.n_envs", "replay", "parallel.batches_per_iter"),
+                {"max_train_iter": 10_000, "parallel.backend": "local", "parallel.child_nice": 0}),
+}
+
+#: Pipeline → the nested run sections of its default config.
+RUN_DEFAULTS: Dict[str, Dict[str, Any]] = {
+    pipeline: run_defaults(without, changed)
+    for pipeline, (without, changed) in PIPELINE_RUNS.items()}
+
+__all__ = ["PIPELINE_RUNS", "RUN_DEFAULTS", "RUN_KEYS", "run_defaults"]

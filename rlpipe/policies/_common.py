@@ -1,5 +1,4 @@
-"""Small pieces shared by policies: devices, target-network updates, state snapshots, and a
-subclass's defaults extending its parent's."""
+"""Small pieces shared by policies: devices, target-network updates, state snapshots."""
 from __future__ import annotations
 
 import copy
@@ -8,7 +7,6 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
-from easydict import EasyDict
 from torch import nn
 
 
@@ -142,15 +140,3 @@ def grad_step(optimizer: torch.optim.Optimizer, loss: torch.Tensor, params: List
     if max_norm is None and not norm:
         return None
     return torch.nn.utils.clip_grad_norm_(params, math.inf if max_norm is None else max_norm)
-
-
-def extend_config(base: Mapping[str, Any], extra: Mapping[str, Any]) -> EasyDict:
-    """`base` (a parent policy's `default_config()`) with `extra`'s keys added or replaced,
-    section by section: a subclass's `default_config()` states only what it adds or changes."""
-    merged: Dict[str, Any] = dict(base)
-    for key, value in extra.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = extend_config(merged[key], value)
-        else:
-            merged[key] = value
-    return EasyDict(merged)

@@ -1,7 +1,8 @@
 """The policy interface: three faces (collect / eval / learn), defaults, state, space checks.
 
-A policy subclass implements `default_config()`, the four `_forward_*`/`_refresh` methods and
-`state_dict()`/`load_state_dict()`; the base builds the faces that middleware use:
+A policy subclass declares its settings in `config_keys()` (or gives a plain `default_config()`),
+and implements the four `_forward_*`/`_refresh` methods and `state_dict()`/`load_state_dict()`;
+the base builds the faces that middleware use:
 
 - ``policy.collect_mode``: ``forward(obs, **collect_kwargs) -> {"action": np.ndarray, ...}`` and
   ``refresh()`` (copy the learner's weights into the acting copy; called at each iteration start),
@@ -19,6 +20,7 @@ them) and return ``"state"`` (the state after the step) beside ``"action"``. Bot
 from __future__ import annotations
 
 import abc
+import dataclasses
 from typing import Any, Callable, ClassVar, Dict, Mapping, Protocol, Tuple, runtime_checkable
 
 import gymnasium as gym
@@ -27,6 +29,7 @@ from easydict import EasyDict
 
 from rlpipe.config import merge_config
 from rlpipe.models import UnsupportedSpaceError
+from rlpipe.schema import PIPELINE_KEYS, Key, defaults, extend, flatten
 
 from ._space_table import spaces_line
 
@@ -141,24 +144,23 @@ def describe_space(space: gym.Space) -> str:
     return repr(space)
 
 
-# Settings of the pipeline around a policy that live in its config section, as in DI-engine
-# (read by the middleware, not the policy): a policy's config schema is its own defaults plus these.
-PIPELINE_DEFAULTS: Dict[str, Any] = dict(
-    collect=dict(n_sample=256, n_episode=8, random_collect_size=0),
-    other=dict(eps=dict(type="linear", start=1.0, end=0.05, decay=10_000,
-                        per_env_step=False)),
-    learn=dict(update_per_collect=1),
-    eval=dict(evaluator=dict(eval_freq=1000, n_episode=10)),
-)
+# The pipeline settings every policy section carries (`rlpipe.schema.PIPELINE_KEYS`): a policy's
+# config schema is its own keys plus these.
+PIPELINE_DEFAULTS: Dict[str, Any] = defaults(PIPELINE_KEYS)
 
 
-def _with_pipeline(defaults: Mapping[str, Any], pipeline: Mapping[str, Any]) -> Dict[str, Any]:
-    merged = dict(defaults)
-    for key, value in pipeline.items():
+def _with_pipeline(own: Mapping[str, Any], pipeline: Mapping[str, Any]) -> Dict[str, Any]:
+    """`own` with the pipeline's keys it lacks; a pipeline key that it states keeps the pipeline
+    key's meaning and range unless it states its own."""
+    merged = dict(own)
+    for name, value in pipeline.items():
+        mine = merged.get(name)
         if isinstance(value, Mapping):
-            merged[key] = _with_pipeline(merged.get(key) or {}, value)
-        elif key not in merged:
-            merged[key] = value
+            merged[name] = _with_pipeline(mine or {}, value)
+        elif name not in merged:
+            merged[name] = value
+        elif isinstance(value, Key) and not isinstance(mine, Mapping):
+            merged[name] = (mine if isinstance(mine, Key) else Key(mine)).over(value)
     return merged
 
 
@@ -187,6 +189,9 @@ class Policy(abc.ABC):
     # return "state"; it defines `initial_state(n)`. The acting path decides once, when it is
     # built, so feed-forward policies (False) pay nothing for it.
     recurrent: ClassVar[bool] = False
+    # Meanings (dotted key below `policy.` → text) over those its keys declare: how a policy with
+    # a plain `default_config()` explains its settings in `rlpipe config`.
+    config_meanings: ClassVar[Mapping[str, str]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -207,14 +212,40 @@ class Policy(abc.ABC):
 
     @classmethod
     def config_schema(cls) -> EasyDict:
-        """Every key a policy section may hold: `default_config()` plus `PIPELINE_DEFAULTS`."""
+        """Every key a policy section may hold, with its default: `default_config()` plus
+        `PIPELINE_DEFAULTS`."""
         return EasyDict(_with_pipeline(cls.default_config(), PIPELINE_DEFAULTS))
+
+    @classmethod
+    def declared_keys(cls, prefix: str = "") -> Dict[str, Key]:
+        """`{prefix + dotted name: Key}` for every key of a policy section: the defaults of
+        `default_config()` with the meanings and ranges that `config_keys()` declares (a
+        subclass may override either), plus the pipeline's keys, with the meanings of the
+        optional `config_meanings` dict (dotted name → meaning) over the declared ones. What
+        `rlpipe config` explains and the range check applies."""
+        own = extend(cls.config_keys(), cls.default_config())
+        keys = flatten(_with_pipeline(own, PIPELINE_KEYS))
+        for name, meaning in cls.config_meanings.items():
+            keys[name] = dataclasses.replace(keys.get(name, Key(None)), meaning=meaning)
+        return {prefix + name: k for name, k in keys.items()}
 
     # --- the interface ------------------------------------------------------------------------
     @classmethod
-    @abc.abstractmethod
+    def config_keys(cls) -> Dict[str, Any]:
+        """Every setting this policy reads, declared as a tree of ``key(default, meaning,
+        range)`` (`rlpipe.schema`). A policy defines this or `default_config()`; a policy that
+        defines only a plain `default_config()` has keys without meaning or range."""
+        if getattr(cls.default_config, "__func__", None) is Policy.default_config.__func__:
+            raise TypeError(f"{cls.__name__} defines neither config_keys() nor default_config(); "
+                            f"define config_keys() returning its settings as key(default, "
+                            f"meaning) declarations (rlpipe.schema.key)")
+        return cls.default_config()
+
+    @classmethod
     def default_config(cls) -> EasyDict:
-        """A fresh EasyDict of every setting this policy reads, with its default."""
+        """A fresh EasyDict of every setting this policy reads, with its default (the defaults
+        of `config_keys()`)."""
+        return defaults(cls.config_keys())
 
     @abc.abstractmethod
     def _forward_collect(self, obs: Any, **collect_kwargs: Any) -> Dict[str, Any]: ...

@@ -28,11 +28,11 @@ import gymnasium as gym
 import numpy as np
 import torch
 import torch.nn.functional as F
-from easydict import EasyDict
 from torch import nn
 
 from rlpipe.data import to_torch
 from rlpipe.models import DeterministicActor, GaussianActor, QNetwork, batch_rows, obs_as_tensor
+from rlpipe.schema import key
 
 from ._common import adam, clone_state, grad_step, hard_update, numpy_rng, resolve_device
 from ._continuous import BoxActions
@@ -54,26 +54,26 @@ class BCPolicy(Policy):
     space_hint = "BC clones Discrete or 1-D Box actions; flatten other action spaces."
 
     @classmethod
-    def default_config(cls) -> EasyDict:
+    def config_keys(cls) -> Dict[str, Any]:
         # BC has no canonical settings; these are those of the TD3+BC actor (Fujimoto & Gu 2021):
         # a 256-256 MLP, Adam 3e-4, batch 256.
-        return EasyDict(
-            device="cpu",        # learner device: "cpu", "cuda" or "auto"
-            seed=None,           # seeds network init and exploration (None: fresh entropy)
+        return dict(
+            device=key("cpu", 'learner device: "cpu", "cuda" or "auto"'),
+            seed=key(None, "seeds network init and exploration (None: fresh entropy)"),
             model=dict(
-                hidden=(256, 256),   # MLP layers of the policy network
-                encoders={},         # per Dict key encoder kind, e.g. {"image": "mlp"}
-                log_std_min=-5.0,    # loss="gaussian": the log std is clamped to [min, max]
-                log_std_max=2.0,     # (the max of that range)
+                hidden=key((256, 256), "MLP layers of the policy network"),
+                encoders=key({}, 'per Dict key encoder kind, e.g. {"image": "mlp"}'),
+                log_std_min=key(-5.0, 'loss="gaussian": the log std is clamped to [min, max]'),
+                log_std_max=key(2.0, "(the max of that range)"),
             ),
             learn=dict(
-                batch_size=256,      # rows per learn step (read by the learner middleware)
-                lr=3e-4,             # Adam learning rate
-                loss="mse",          # Box actions: "mse" (deterministic) or "gaussian" (NLL)
-                grad_clip=None,      # max global grad norm (None: no clipping)
+                batch_size=key(256, "rows per learn step (read by the learner middleware)"),
+                lr=key(3e-4, "Adam learning rate"),
+                loss=key("mse", 'Box actions: "mse" (deterministic) or "gaussian" (NLL)'),
+                grad_clip=key(None, "max global grad norm (None: no clipping)"),
             ),
             collect=dict(
-                device="cpu",        # where the acting copy lives
+                device=key("cpu", "where the acting copy lives"),
             ),
         )
 

@@ -38,9 +38,10 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 import gymnasium as gym
 import torch
 from torch import nn
-from easydict import EasyDict
 
-from ._common import adam, extend_config, td_discount
+from rlpipe.schema import extend, key
+
+from ._common import adam, td_discount
 from .sac import SACPolicy
 
 __all__ = ["CQLPolicy", "importance_logsumexp"]
@@ -72,27 +73,28 @@ class CQLPolicy(SACPolicy):
     _STATE_KEYS = SACPolicy._STATE_KEYS + ("log_alpha_prime", "alpha_prime_optimizer")
 
     @classmethod
-    def default_config(cls) -> EasyDict:
+    def config_keys(cls) -> Dict[str, Any]:
         # Kumar et al. 2020, appendix F and the authors' code for the Gym-MuJoCo tasks: 3 × 256
         # networks, actor lr 1e-4, critic lr 3e-4, 10 sampled actions, α = 5 (τ = 5 or 10 where
         # they use the Lagrange variant, AntMaze and Adroit).
-        return extend_config(super().default_config(), dict(
+        return extend(super().config_keys(), dict(
             model=dict(
-                actor_hidden=(256, 256, 256),   # actor MLP layers (the paper's 3 × 256)
-                critic_hidden=(256, 256, 256),  # each Q network's MLP layers (3 × 256)
+                actor_hidden=key((256, 256, 256), "actor MLP layers (the paper's 3 × 256)"),
+                critic_hidden=key((256, 256, 256), "each Q network's MLP layers (3 × 256)"),
             ),
             learn=dict(
-                actor_lr=1e-4,       # Adam learning rate of the actor (paper: 1e-4 or 3e-5)
-                alpha_lr=1e-4,       # Adam learning rate of log α (as the actor's)
-                cql_alpha=5.0,       # α_cql, weight of the conservative gap (paper, Gym-MuJoCo)
-                cql_n_actions=10,    # n: actions drawn per state from each of the 3 samplers
-                cql_temperature=1.0,  # T of the logsumexp over the 3n sampled actions
-                lagrange_threshold=None,  # τ: learn α' to hold the gap near τ (None: fixed α_cql)
-                alpha_prime_lr=3e-4,  # Adam learning rate of log α' (the Lagrange variant)
-                init_alpha_prime=1.0,  # initial Lagrange multiplier α'
-                max_q_backup=False,  # target: max over n actions of π(s') of each target Q
-                backup_entropy=False,  # target keeps SAC's −α log π(a'|s') (authors' code: no)
-                bc_steps=0,          # first N learn steps: the actor clones the data's actions
+                actor_lr=key(1e-4, "Adam learning rate of the actor (paper: 1e-4 or 3e-5)"),
+                alpha_lr=key(1e-4, "Adam learning rate of log α (as the actor's)"),
+                cql_alpha=key(5.0, "α_cql, weight of the conservative gap (paper, Gym-MuJoCo)"),
+                cql_n_actions=key(10, "n: actions drawn per state from each of the 3 samplers"),
+                cql_temperature=key(1.0, "T of the logsumexp over the 3n sampled actions"),
+                lagrange_threshold=key(None, "τ: learn α' to hold the gap near τ (None: fixed "
+                                       "α_cql)"),
+                alpha_prime_lr=key(3e-4, "Adam learning rate of log α' (the Lagrange variant)"),
+                init_alpha_prime=key(1.0, "initial Lagrange multiplier α'"),
+                max_q_backup=key(False, "target: max over n actions of π(s') of each target Q"),
+                backup_entropy=key(False, "target keeps SAC's −α log π(a'|s') (authors' code: no)"),
+                bc_steps=key(0, "first N learn steps: the actor clones the data's actions"),
             ),
         ))
 

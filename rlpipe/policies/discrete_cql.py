@@ -16,12 +16,12 @@ online afterwards (offline-to-online fine-tuning) by the off-policy pipeline.
 """
 from __future__ import annotations
 
-from typing import Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 import torch
-from easydict import EasyDict
 
-from ._common import extend_config
+from rlpipe.schema import extend, key
+
 from .dqn import DQNPolicy
 
 __all__ = ["DiscreteCQLPolicy", "conservative_gap"]
@@ -44,10 +44,10 @@ class DiscreteCQLPolicy(DQNPolicy):
                   "CQL (get_policy('cql')).")
 
     @classmethod
-    def default_config(cls) -> EasyDict:
-        return extend_config(super().default_config(), dict(
+    def config_keys(cls) -> Dict[str, Any]:
+        return extend(super().config_keys(), dict(
             learn=dict(
-                cql_alpha=1.0,       # α, weight of the conservative term (d3rlpy's DiscreteCQL)
+                cql_alpha=key(1.0, "α, weight of the conservative term (d3rlpy's DiscreteCQL)"),
             ),
         ))
 

@@ -26,10 +26,10 @@ import gymnasium as gym
 import numpy as np
 import torch
 import torch.nn.functional as F
-from easydict import EasyDict
 
 from rlpipe.data import to_torch
 from rlpipe.models import ObservationShapeError, QNetwork, batch_rows, obs_as_tensor
+from rlpipe.schema import key
 
 from ._common import (adam, check_learner_state, check_td_batch, grad_step, hard_update,
                       learner_state, load_learner_state, model_spaces, numpy_rng,
@@ -59,28 +59,28 @@ class DQNPolicy(Policy):
                   "or PPO (get_policy('sac'), get_policy('td3'), get_policy('ppo')).")
 
     @classmethod
-    def default_config(cls) -> EasyDict:
-        return EasyDict(
-            device="cpu",        # learner device: "cpu", "cuda" or "auto" (cuda when available)
-            seed=None,           # seeds network init and exploration (None: from torch's global RNG)
+    def config_keys(cls) -> Dict[str, Any]:
+        return dict(
+            device=key("cpu", 'learner device: "cpu", "cuda" or "auto" (cuda when available)'),
+            seed=key(None, "seeds network init and exploration (None: from torch's global RNG)"),
             model=dict(
-                hidden=(128, 128),   # fully connected layers (after the conv trunk for images)
-                dueling=False,       # dueling head: Q = V + A - mean(A)
-                encoders={},         # per Dict key encoder kind, e.g. {"image": "mlp"}
+                hidden=key((128, 128), "fully connected layers (after the conv trunk for images)"),
+                dueling=key(False, "dueling head: Q = V + A - mean(A)"),
+                encoders=key({}, 'per Dict key encoder kind, e.g. {"image": "mlp"}'),
             ),
             learn=dict(
-                lr=1e-3,             # Adam learning rate
-                batch_size=64,       # rows per learn step (read by the learner middleware)
-                gamma=0.99,          # discount per env step
-                nstep=1,             # n of n-step returns; n > 1 needs batches with "discount"
-                double_q=True,       # online net picks the next action, target net values it
-                target_update_freq=500,  # hard copy online → target every N learn steps ...
-                tau=None,            # ... or, when set, Polyak-average with tau every learn step
-                grad_clip=10.0,      # max global grad norm (None: no clipping)
-                huber=True,          # Huber (smooth L1) TD loss; False: squared error
+                lr=key(1e-3, "Adam learning rate"),
+                batch_size=key(64, "rows per learn step (read by the learner middleware)"),
+                gamma=key(0.99, "discount per env step"),
+                nstep=key(1, 'n of n-step returns; n > 1 needs batches with "discount"'),
+                double_q=key(True, "online net picks the next action, target net values it"),
+                target_update_freq=key(500, "hard copy online → target every N learn steps ..."),
+                tau=key(None, "... or, when set, Polyak-average with tau every learn step"),
+                grad_clip=key(10.0, "max global grad norm (None: no clipping)"),
+                huber=key(True, "Huber (smooth L1) TD loss; False: squared error"),
             ),
             collect=dict(
-                device="cpu",        # where the acting copy lives (cheap per-step inference)
+                device=key("cpu", "where the acting copy lives (cheap per-step inference)"),
             ),
         )
 

@@ -37,10 +37,10 @@ from typing import Any, Dict, Mapping
 import gymnasium as gym
 import numpy as np
 import torch
-from easydict import EasyDict
 from torch import nn
 
 from rlpipe.models import DeterministicActor, GaussianActor, ValueNetwork, obs_as_tensor
+from rlpipe.schema import key
 
 from ._common import adam, clone_state, grad_step, td_discount
 from ._continuous import CONTINUOUS_HINT, polyak, reject_collect_kwargs
@@ -69,40 +69,40 @@ class IQLPolicy(TwinCriticPolicy):
                                                           "max_weight")
 
     @classmethod
-    def default_config(cls) -> EasyDict:
+    def config_keys(cls) -> Dict[str, Any]:
         # The paper's settings for the MuJoCo locomotion tasks (Sec. 5 and the experimental
         # details of its appendix): 256-256 MLPs, Adam 3e-4 for every network, batch 256,
         # gamma 0.99, target Polyak 0.005, expectile 0.7, inverse temperature 3.0, advantage
         # weights clipped at 100, a state-independent Gaussian std, a cosine actor lr schedule.
-        return EasyDict(
-            device="cpu",        # learner device: "cpu", "cuda" or "auto"
-            seed=None,           # seeds init and all noise (None: from torch's global RNG)
+        return dict(
+            device=key("cpu", 'learner device: "cpu", "cuda" or "auto"'),
+            seed=key(None, "seeds init and all noise (None: from torch's global RNG)"),
             model=dict(
-                actor="gaussian",          # "gaussian" (log-likelihood AWR) or "deterministic"
-                actor_hidden=(256, 256),   # actor MLP layers
-                critic_hidden=(256, 256),  # each Q network's MLP layers (input: obs ⊕ action)
-                value_hidden=(256, 256),   # V network's MLP layers
-                encoders={},               # per Dict key encoder kind, e.g. {"image": "mlp"}
-                log_std_min=-5.0,          # the Gaussian actor's log std is clamped to [min, max]
-                log_std_max=2.0,           # (the max of that range)
+                actor=key("gaussian", '"gaussian" (log-likelihood AWR) or "deterministic"'),
+                actor_hidden=key((256, 256), "actor MLP layers"),
+                critic_hidden=key((256, 256), "each Q network's MLP layers (input: obs ⊕ action)"),
+                value_hidden=key((256, 256), "V network's MLP layers"),
+                encoders=key({}, 'per Dict key encoder kind, e.g. {"image": "mlp"}'),
+                log_std_min=key(-5.0, "the Gaussian actor's log std is clamped to [min, max]"),
+                log_std_max=key(2.0, "(the max of that range)"),
             ),
             learn=dict(
-                batch_size=256,      # rows per learn step (read by the learner middleware)
-                gamma=0.99,          # discount per env step
-                tau=0.005,           # Polyak rate of the target critics, every learn step
-                actor_lr=3e-4,       # Adam learning rate of the actor
-                critic_lr=3e-4,      # Adam learning rate of the twin critics
-                value_lr=3e-4,       # Adam learning rate of V
-                expectile=0.7,       # τ of V's expectile regression (0.5: the mean; → 1: the max)
-                beta=3.0,            # inverse temperature of the advantage weights exp(β·A)
-                max_weight=100.0,    # the advantage weights are clipped at this
-                actor_lr_cosine_steps=None,  # cosine decay of the actor lr to 0 over N steps
-                reward_norm="none",  # "return_range": rewards × 1000/(max − min episode return)
-                grad_clip=None,      # max global grad norm per network (None: no clipping)
+                batch_size=key(256, "rows per learn step (read by the learner middleware)"),
+                gamma=key(0.99, "discount per env step"),
+                tau=key(0.005, "Polyak rate of the target critics, every learn step"),
+                actor_lr=key(3e-4, "Adam learning rate of the actor"),
+                critic_lr=key(3e-4, "Adam learning rate of the twin critics"),
+                value_lr=key(3e-4, "Adam learning rate of V"),
+                expectile=key(0.7, "τ of V's expectile regression (0.5: the mean; → 1: the max)"),
+                beta=key(3.0, "inverse temperature of the advantage weights exp(β·A)"),
+                max_weight=key(100.0, "the advantage weights are clipped at this"),
+                actor_lr_cosine_steps=key(None, "cosine decay of the actor lr to 0 over N steps"),
+                reward_norm=key("none", '"return_range": rewards × 1000/(max − min episode return)'),
+                grad_clip=key(None, "max global grad norm per network (None: no clipping)"),
             ),
             collect=dict(
-                device="cpu",        # where the acting copy of the actor lives
-                noise_scale=0.1,     # deterministic actor: std of its Gaussian exploration noise
+                device=key("cpu", "where the acting copy of the actor lives"),
+                noise_scale=key(0.1, "deterministic actor: std of its Gaussian exploration noise"),
             ),
         )
 

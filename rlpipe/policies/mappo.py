@@ -28,15 +28,15 @@ import gymnasium as gym
 import numpy as np
 import torch
 import torch.nn.functional as F
-from easydict import EasyDict
 from torch import nn
 
 from rlpipe.data import to_torch
 from rlpipe.models import batch_rows, obs_as_tensor
 from rlpipe.models.multi_agent import MultiAgentActorCritic, agent_rows
+from rlpipe.schema import count, extend, key, positive
 
 from ._agents import agent_action_mask, present_mask, zero_absent
-from ._common import adam, clone_state, extend_config, hard_update, resolve_device
+from ._common import adam, clone_state, hard_update, resolve_device
 from ._masks import masked_categorical, masked_mode
 from ._ppo_loss import ppo_terms
 from .base import Policy, _CollectFace
@@ -75,42 +75,43 @@ class MAPPOPolicy(Policy):
     critic_inputs = ("auto", "state", "concat_obs")  # "auto": state where the env has one
 
     @classmethod
-    def default_config(cls) -> EasyDict:
+    def config_keys(cls) -> Dict[str, Any]:
         # Yu et al. 2022, appendix tables for MPE (common and MAPPO hyperparameters): lr 7e-4 for
         # actor and critic, Adam eps 1e-5, 64-unit ReLU MLPs, orthogonal init (policy gain 0.01),
         # ppo epochs 10, 1 mini-batch, clip 0.2 (policy and value), entropy 0.01, γ 0.99,
         # GAE λ 0.95, Huber value loss δ 10, value coef 1, max grad norm 10, value normalisation.
-        return EasyDict(
-            device="cpu",             # learner device: "cpu", "cuda" or "auto"
-            seed=None,                # seeds network init, action sampling and minibatch order
+        return dict(
+            device=key("cpu", 'learner device: "cpu", "cuda" or "auto"'),
+            seed=key(None, "seeds network init, action sampling and minibatch order"),
             model=dict(
-                hidden=(64, 64),      # MLP layers of the actor and of the critic
-                activation="relu",    # "tanh", "relu" or "elu"
-                agent_id=True,        # join a one-hot agent id to the inputs (shared params)
-                share_params=True,    # one actor and one critic for all agents
-                critic_input="auto",  # "auto" | "state" | "concat_obs" (IPPO: "local")
-                init_log_std=0.0,     # Box actions: initial log-std of the Gaussian
-                value_norm=True,      # ValueNorm: running mean/std of the return targets
-                layer_norm=False,     # LayerNorm on the inputs and after each hidden layer
+                hidden=key((64, 64), "MLP layers of the actor and of the critic"),
+                activation=key("relu", '"tanh", "relu" or "elu"'),
+                agent_id=key(True, "join a one-hot agent id to the inputs (shared params)"),
+                share_params=key(True, "one actor and one critic for all agents"),
+                critic_input=key("auto", '"auto" | "state" | "concat_obs" (IPPO: "local")'),
+                init_log_std=key(0.0, "Box actions: initial log-std of the Gaussian"),
+                value_norm=key(True, "ValueNorm: running mean/std of the return targets"),
+                layer_norm=key(False, "LayerNorm on the inputs and after each hidden layer"),
             ),
             learn=dict(
-                lr=7e-4,              # actor's Adam learning rate
-                critic_lr=7e-4,       # critic's Adam learning rate
-                epoch_per_collect=10,  # passes over each rollout
-                n_minibatches=1,      # minibatches (of env rows) per pass
-                gamma=0.99,           # discount (read by gae_estimator)
-                gae_lambda=0.95,      # GAE λ (read by gae_estimator)
-                reward_scale=1.0,     # rewards × this before GAE (read by gae_estimator)
-                clip_ratio=0.2,       # ε of the clipped objective
-                value_clip=0.2,       # c: clip the (normalised) value's change (None: no clip)
-                value_loss="huber",   # "huber" or "mse"
-                huber_delta=10.0,     # δ of the Huber value loss
-                value_coef=1.0,       # weight of the value loss
-                entropy_coef=0.01,    # weight of the entropy bonus
-                adv_norm=True,        # normalise advantages over each minibatch's present rows
-                grad_clip=10.0,       # max grad norm, actor and critic each (None: no clipping)
+                lr=key(7e-4, "actor's Adam learning rate"),
+                critic_lr=key(7e-4, "critic's Adam learning rate"),
+                epoch_per_collect=key(10, "passes over each rollout"),
+                n_minibatches=key(1, "minibatches (of env rows) per pass",
+                                  count(1, "minibatches per pass")),
+                gamma=key(0.99, "discount (read by gae_estimator)"),
+                gae_lambda=key(0.95, "GAE λ (read by gae_estimator)"),
+                reward_scale=key(1.0, "rewards × this before GAE (read by gae_estimator)"),
+                clip_ratio=key(0.2, "ε of the clipped objective"),
+                value_clip=key(0.2, "c: clip the (normalised) value's change (None: no clip)"),
+                value_loss=key("huber", '"huber" or "mse"'),
+                huber_delta=key(10.0, "δ of the Huber value loss", positive("Huber threshold")),
+                value_coef=key(1.0, "weight of the value loss"),
+                entropy_coef=key(0.01, "weight of the entropy bonus"),
+                adv_norm=key(True, "normalise advantages over each minibatch's present rows"),
+                grad_clip=key(10.0, "max grad norm, actor and critic each (None: no clipping)"),
             ),
-            collect=dict(device="cpu"),  # where the acting copy lives
+            collect=dict(device=key("cpu", "where the acting copy lives")),
         )
 
     def __init__(self, cfg: Mapping | None, obs_space: gym.Space, action_space: gym.Space, *,
@@ -328,6 +329,6 @@ class IPPOPolicy(MAPPOPolicy):
     critic_inputs = ("local",)
 
     @classmethod
-    def default_config(cls) -> EasyDict:
-        return extend_config(MAPPOPolicy.default_config(), {"model": {"critic_input": "local"}})
+    def config_keys(cls) -> Dict[str, Any]:
+        return extend(MAPPOPolicy.config_keys(), {"model": {"critic_input": "local"}})
 

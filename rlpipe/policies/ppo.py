@@ -32,11 +32,11 @@ from typing import Any, Dict, Mapping, Optional
 import gymnasium as gym
 import numpy as np
 import torch
-from easydict import EasyDict
 from torch import nn
 
 from rlpipe.data import to_torch
 from rlpipe.models import ActorCritic, batch_rows, obs_as_tensor
+from rlpipe.schema import key
 
 from ._common import adam, clone_state, grad_step, hard_update, model_spaces, resolve_device
 from ._masks import masked_categorical, masked_mode, policy_mask
@@ -73,37 +73,37 @@ class PPOPolicy(Policy):
     space_hint = "PPO acts in Discrete(n), 1-D MultiDiscrete, 1-D MultiBinary or 1-D Box spaces."
 
     @classmethod
-    def default_config(cls) -> EasyDict:
-        return EasyDict(
-            device="cpu",             # learner device: "cpu", "cuda" or "auto"
-            seed=None,                # seeds network init, action sampling and minibatch order
+    def config_keys(cls) -> Dict[str, Any]:
+        return dict(
+            device=key("cpu", 'learner device: "cpu", "cuda" or "auto"'),
+            seed=key(None, "seeds network init, action sampling and minibatch order"),
             model=dict(
-                hidden=(64, 64),      # layers of the actor's and the critic's MLP
-                activation="tanh",    # "tanh", "relu" or "elu"
-                share_encoder=False,  # one encoder for actor and critic (e.g. for images)
-                init_log_std=0.0,     # Box actions: initial log-std of the Gaussian
-                obs_norm=False,       # running mean/std observation normalisation (vectors)
-                encoders={},          # per Dict key encoder kind, e.g. {"image": "mlp"}
+                hidden=key((64, 64), "layers of the actor's and the critic's MLP"),
+                activation=key("tanh", '"tanh", "relu" or "elu"'),
+                share_encoder=key(False, "one encoder for actor and critic (e.g. for images)"),
+                init_log_std=key(0.0, "Box actions: initial log-std of the Gaussian"),
+                obs_norm=key(False, "running mean/std observation normalisation (vectors)"),
+                encoders=key({}, 'per Dict key encoder kind, e.g. {"image": "mlp"}'),
             ),
             learn=dict(
-                lr=3e-4,              # Adam learning rate (the start value when decaying)
-                lr_schedule="constant",   # "constant" or "linear" (to 0 over lr_decay_env_steps)
-                lr_decay_env_steps=None,  # env steps of the linear decay (zoo: max_env_step)
-                epoch_per_collect=10,     # passes over each rollout
-                batch_size=64,        # rows per minibatch
-                gamma=0.99,           # discount (read by gae_estimator)
-                gae_lambda=0.95,      # GAE λ (read by gae_estimator)
-                reward_scale=1.0,     # rewards × this before GAE (read by gae_estimator)
-                clip_ratio=0.2,       # ε of the clipped objective
-                value_clip=None,      # c: clip V's change to ±c around the collected value
-                value_coef=0.5,       # weight of the value loss
-                entropy_coef=0.0,     # weight of the entropy bonus
-                adv_norm=True,        # normalise advantages per minibatch
-                grad_clip=0.5,        # max global grad norm (None: no clipping)
-                target_kl=None,       # stop the epochs early above this approx-KL (None: never)
+                lr=key(3e-4, "Adam learning rate (the start value when decaying)"),
+                lr_schedule=key("constant", '"constant" or "linear" (to 0 over lr_decay_env_steps)'),
+                lr_decay_env_steps=key(None, "env steps of the linear decay (zoo: max_env_step)"),
+                epoch_per_collect=key(10, "passes over each rollout"),
+                batch_size=key(64, "rows per minibatch"),
+                gamma=key(0.99, "discount (read by gae_estimator)"),
+                gae_lambda=key(0.95, "GAE λ (read by gae_estimator)"),
+                reward_scale=key(1.0, "rewards × this before GAE (read by gae_estimator)"),
+                clip_ratio=key(0.2, "ε of the clipped objective"),
+                value_clip=key(None, "c: clip V's change to ±c around the collected value"),
+                value_coef=key(0.5, "weight of the value loss"),
+                entropy_coef=key(0.0, "weight of the entropy bonus"),
+                adv_norm=key(True, "normalise advantages per minibatch"),
+                grad_clip=key(0.5, "max global grad norm (None: no clipping)"),
+                target_kl=key(None, "stop the epochs early above this approx-KL (None: never)"),
             ),
             collect=dict(
-                device="cpu",         # where the acting copy lives
+                device=key("cpu", "where the acting copy lives"),
             ),
         )
 

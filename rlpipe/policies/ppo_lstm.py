@@ -21,14 +21,13 @@ from typing import Any, Dict, Mapping
 
 import numpy as np
 import torch
-from easydict import EasyDict
 from torch import nn
 
 from rlpipe.data import RolloutStorage
 from rlpipe.models import batch_rows, obs_as_tensor
 from rlpipe.models.recurrent_actor_critic import RecurrentActorCritic
+from rlpipe.schema import count, extend, key
 
-from ._common import extend_config
 from ._masks import masked_categorical, policy_mask
 from ._ppo_loss import ppo_terms
 from .ppo import _ACTIVATIONS, _STATS, PPOPolicy, _PPOCollectFace
@@ -55,19 +54,21 @@ class PPOLSTMPolicy(PPOPolicy):
     space_hint = "LSTM-PPO acts in Discrete(n), 1-D MultiDiscrete, 1-D MultiBinary or 1-D Box spaces."
 
     @classmethod
-    def default_config(cls) -> EasyDict:
-        return extend_config(PPOPolicy.default_config(), dict(
+    def config_keys(cls) -> Dict[str, Any]:
+        return extend(PPOPolicy.config_keys(), dict(
             model=dict(
-                hidden=(64,),         # MLP layers after the core (actor and critic each)
+                hidden=key((64,), "MLP layers after the core (actor and critic each)"),
                 activation="relu",
-                share_encoder=False,  # True: one encoder and one core for actor and critic
-                encoder_layers=(),    # encoder layer widths before the core ((): vectors as they are)
-                core_size=64,         # LSTM/GRU hidden size
-                core_kind="lstm",     # "lstm" or "gru"
+                share_encoder=key(False, "True: one encoder and one core for actor and critic"),
+                encoder_layers=key((), "encoder layer widths before the core ((): vectors as they "
+                                   "are)"),
+                core_size=key(64, "LSTM/GRU hidden size", count(1, "core width")),
+                core_kind=key("lstm", '"lstm" or "gru"'),
             ),
             learn=dict(
-                batch_size=256,       # steps per minibatch (whole chunks of chunk_len steps)
-                chunk_len=32,         # steps per sequence of truncated BPTT
+                batch_size=key(256, "steps per minibatch (whole chunks of chunk_len steps)"),
+                chunk_len=key(32, "steps per sequence of truncated BPTT",
+                              count(1, "steps per BPTT chunk")),
             ),
         ))
 

@@ -24,9 +24,9 @@ import gymnasium as gym
 import numpy as np
 import torch
 import torch.nn.functional as F
-from easydict import EasyDict
 
 from rlpipe.models import RecurrentQNetwork, batch_rows, obs_as_tensor
+from rlpipe.schema import count, key, non_negative, positive, unit
 
 from ._common import (adam, check_learner_state, grad_step, hard_update, learner_state,
                       load_learner_state, numpy_rng, resolve_device, soft_update)
@@ -52,37 +52,40 @@ class R2D2Policy(Policy):
     space_hint = "R2D2 picks one of finitely many actions; for continuous control use SAC or PPO."
 
     @classmethod
-    def default_config(cls) -> EasyDict:
+    def config_keys(cls) -> Dict[str, Any]:
         # The paper's values (Kapturowski et al. 2019, Table 2) where it gives them.
-        return EasyDict(
-            device="cpu",           # learner device: "cpu", "cuda" or "auto"
-            seed=None,              # seeds network init and exploration (None: fresh entropy)
+        return dict(
+            device=key("cpu", 'learner device: "cpu", "cuda" or "auto"'),
+            seed=key(None, "seeds network init and exploration (None: fresh entropy)"),
             model=dict(
-                hidden=(256,),      # encoder layers before the core (the paper: Atari conv torso)
-                core_size=512,    # LSTM width (Table 2: 512)
-                kind="lstm",        # "lstm" (the paper) or "gru"
-                dueling=True,       # dueling head (the paper)
-                encoders={},        # per Dict key encoder kind, as DQN's
+                hidden=key((256,), "encoder layers before the core (the paper: Atari conv torso)"),
+                core_size=key(512, "LSTM width (Table 2: 512)", count(1, "LSTM width")),
+                kind=key("lstm", '"lstm" (the paper) or "gru"'),
+                dueling=key(True, "dueling head (the paper)"),
+                encoders=key({}, "per Dict key encoder kind, as DQN's"),
             ),
             learn=dict(
-                lr=1e-4,            # Adam learning rate (Table 2: 1e-4)
-                adam_eps=1e-3,      # Adam epsilon (Table 2: 1e-3)
-                batch_size=64,      # sequences per update (Table 2: 64)
-                gamma=0.997,        # (Table 2)
-                nstep=5,            # (Table 2)
-                seq_len=80,         # learning part of a sequence (Table 2: 80)
-                burn_in=40,         # burn-in prefix (Table 2: 40)
-                stride=40,          # steps between sequence starts: overlap 40 (Table 2)
-                priority_eta=0.9,   # priority mix η·max + (1−η)·mean (Table 2: 0.9)
-                double_q=True,      # online net picks the bootstrap action, target net values it
-                target_update_freq=2500,  # hard target copy every N updates (Table 2: 2500)
-                tau=None,           # or Polyak averaging every update when set
-                value_rescale=True,  # h(x) = sign(x)(√(|x|+1) − 1) + εx (the paper)
-                rescale_eps=1e-3,   # ε of h (the paper)
-                grad_clip=40.0,     # max grad norm (Ape-X's 40; None: no clipping)
-                huber=False,        # squared TD error as the paper; True: Huber
+                lr=key(1e-4, "Adam learning rate (Table 2: 1e-4)"),
+                adam_eps=key(1e-3, "Adam epsilon (Table 2: 1e-3)", positive("Adam epsilon")),
+                batch_size=key(64, "sequences per update (Table 2: 64)"),
+                gamma=key(0.997, "(Table 2)"),
+                nstep=key(5, "(Table 2)"),
+                seq_len=key(80, "learning part of a sequence (Table 2: 80)",
+                            count(1, "learned steps per sequence")),
+                burn_in=key(40, "burn-in prefix (Table 2: 40)", count(0, "burn-in steps")),
+                stride=key(40, "steps between sequence starts: overlap 40 (Table 2)",
+                           count(1, "steps between sequence starts")),
+                priority_eta=key(0.9, "priority mix η·max + (1−η)·mean (Table 2: 0.9)",
+                                 unit("weight of the max in the priority mix")),
+                double_q=key(True, "online net picks the bootstrap action, target net values it"),
+                target_update_freq=key(2500, "hard target copy every N updates (Table 2: 2500)"),
+                tau=key(None, "or Polyak averaging every update when set"),
+                value_rescale=key(True, "h(x) = sign(x)(√(|x|+1) − 1) + εx (the paper)"),
+                rescale_eps=key(1e-3, "ε of h (the paper)", non_negative("ε of h")),
+                grad_clip=key(40.0, "max grad norm (Ape-X's 40; None: no clipping)"),
+                huber=key(False, "squared TD error as the paper; True: Huber"),
             ),
-            collect=dict(device="cpu"),  # where the acting copy lives
+            collect=dict(device=key("cpu", "where the acting copy lives")),
         )
 
     def __init__(self, cfg: Mapping | None, obs_space: gym.Space, action_space: gym.Space) -> None:

@@ -5,7 +5,8 @@ from typing import Any, Dict, Mapping
 
 import gymnasium as gym
 import numpy as np
-from easydict import EasyDict
+
+from rlpipe.schema import key
 
 from ._common import numpy_rng
 from .base import Policy
@@ -18,8 +19,8 @@ class RandomPolicy(Policy):
     face only counts calls. Handy for pipeline tests and as a return baseline."""
 
     @classmethod
-    def default_config(cls) -> EasyDict:
-        return EasyDict(seed=None)
+    def config_keys(cls) -> Dict[str, Any]:
+        return dict(seed=key(None, "seeds the random actions (None: from torch's global RNG)"))
 
     def __init__(self, cfg: Mapping | None, obs_space: gym.Space, action_space: gym.Space) -> None:
         super().__init__(cfg, obs_space, action_space)

@@ -26,10 +26,10 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 import gymnasium as gym
 import numpy as np
 import torch
-from easydict import EasyDict
 from torch import nn
 
 from rlpipe.models import SquashedGaussianActor, obs_as_tensor
+from rlpipe.schema import key
 
 from ._common import adam, grad_step, td_discount
 from ._continuous import CONTINUOUS_HINT, polyak, reject_collect_kwargs
@@ -46,32 +46,32 @@ class SACPolicy(TwinCriticPolicy):
     _STATE_KEYS = ("log_alpha", "alpha_optimizer", "last_actor_stats")
 
     @classmethod
-    def default_config(cls) -> EasyDict:
-        return EasyDict(
-            device="cpu",        # learner device: "cpu", "cuda" or "auto"
-            seed=None,           # seeds init and action noise (None: from torch's global RNG)
+    def config_keys(cls) -> Dict[str, Any]:
+        return dict(
+            device=key("cpu", 'learner device: "cpu", "cuda" or "auto"'),
+            seed=key(None, "seeds init and action noise (None: from torch's global RNG)"),
             model=dict(
-                actor_hidden=(256, 256),   # actor MLP layers
-                critic_hidden=(256, 256),  # each Q network's MLP layers (input: obs ⊕ action)
-                encoders={},               # per Dict key encoder kind, e.g. {"image": "mlp"}
-                log_std_min=-5.0,          # the actor's log std is squashed into [min, max]
-                log_std_max=2.0,           # (the max of that range)
+                actor_hidden=key((256, 256), "actor MLP layers"),
+                critic_hidden=key((256, 256), "each Q network's MLP layers (input: obs ⊕ action)"),
+                encoders=key({}, 'per Dict key encoder kind, e.g. {"image": "mlp"}'),
+                log_std_min=key(-5.0, "the actor's log std is squashed into [min, max]"),
+                log_std_max=key(2.0, "(the max of that range)"),
             ),
             learn=dict(
-                batch_size=256,      # rows per learn step (read by the learner middleware)
-                gamma=0.99,          # discount per env step
-                tau=0.005,           # Polyak rate of the target critics, every learn step
-                actor_lr=3e-4,       # Adam learning rate of the actor
-                critic_lr=3e-4,      # Adam learning rate of the twin critics
-                alpha_lr=3e-4,       # Adam learning rate of log α (auto_alpha)
-                init_alpha=1.0,      # initial entropy temperature α
-                auto_alpha=True,     # tune α so the policy entropy tracks target_entropy
-                target_entropy=None,  # None: −(action dimensions)
-                actor_update_freq=1,  # update actor and α every N learn steps
-                grad_clip=None,      # max global grad norm per network (None: no clipping)
+                batch_size=key(256, "rows per learn step (read by the learner middleware)"),
+                gamma=key(0.99, "discount per env step"),
+                tau=key(0.005, "Polyak rate of the target critics, every learn step"),
+                actor_lr=key(3e-4, "Adam learning rate of the actor"),
+                critic_lr=key(3e-4, "Adam learning rate of the twin critics"),
+                alpha_lr=key(3e-4, "Adam learning rate of log α (auto_alpha)"),
+                init_alpha=key(1.0, "initial entropy temperature α"),
+                auto_alpha=key(True, "tune α so the policy entropy tracks target_entropy"),
+                target_entropy=key(None, "None: −(action dimensions)"),
+                actor_update_freq=key(1, "update actor and α every N learn steps"),
+                grad_clip=key(None, "max global grad norm per network (None: no clipping)"),
             ),
             collect=dict(
-                device="cpu",        # where the acting copy of the actor lives
+                device=key("cpu", "where the acting copy of the actor lives"),
             ),
         )
 

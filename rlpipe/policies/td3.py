@@ -27,10 +27,10 @@ from typing import Any, Dict, Mapping, Optional
 import gymnasium as gym
 import numpy as np
 import torch
-from easydict import EasyDict
 from torch import nn
 
 from rlpipe.models import DeterministicActor, obs_as_tensor
+from rlpipe.schema import key
 
 from ._common import clone_state, grad_step, td_discount
 from ._continuous import CONTINUOUS_HINT, polyak, reject_collect_kwargs
@@ -47,29 +47,29 @@ class TD3Policy(TwinCriticPolicy):
     _STATE_KEYS = ("actor_target", "actor_updates", "last_actor_loss")
 
     @classmethod
-    def default_config(cls) -> EasyDict:
-        return EasyDict(
-            device="cpu",        # learner device: "cpu", "cuda" or "auto"
-            seed=None,           # seeds init and all noise (None: from torch's global RNG)
+    def config_keys(cls) -> Dict[str, Any]:
+        return dict(
+            device=key("cpu", 'learner device: "cpu", "cuda" or "auto"'),
+            seed=key(None, "seeds init and all noise (None: from torch's global RNG)"),
             model=dict(
-                actor_hidden=(256, 256),   # actor MLP layers
-                critic_hidden=(256, 256),  # each Q network's MLP layers (input: obs ⊕ action)
-                encoders={},               # per Dict key encoder kind, e.g. {"image": "mlp"}
+                actor_hidden=key((256, 256), "actor MLP layers"),
+                critic_hidden=key((256, 256), "each Q network's MLP layers (input: obs ⊕ action)"),
+                encoders=key({}, 'per Dict key encoder kind, e.g. {"image": "mlp"}'),
             ),
             learn=dict(
-                batch_size=256,      # rows per learn step (read by the learner middleware)
-                gamma=0.99,          # discount per env step
-                tau=0.005,           # Polyak rate of both targets, at each actor update
-                actor_lr=3e-4,       # Adam learning rate of the actor
-                critic_lr=3e-4,      # Adam learning rate of the twin critics
-                policy_delay=2,      # update actor and targets every N critic updates
-                target_noise=0.2,    # std of the target policy smoothing noise (normalised units)
-                target_noise_clip=0.5,  # the smoothing noise is clipped to ± this
-                grad_clip=None,      # max global grad norm per network (None: no clipping)
+                batch_size=key(256, "rows per learn step (read by the learner middleware)"),
+                gamma=key(0.99, "discount per env step"),
+                tau=key(0.005, "Polyak rate of both targets, at each actor update"),
+                actor_lr=key(3e-4, "Adam learning rate of the actor"),
+                critic_lr=key(3e-4, "Adam learning rate of the twin critics"),
+                policy_delay=key(2, "update actor and targets every N critic updates"),
+                target_noise=key(0.2, "std of the target policy smoothing noise (normalised units)"),
+                target_noise_clip=key(0.5, "the smoothing noise is clipped to ± this"),
+                grad_clip=key(None, "max global grad norm per network (None: no clipping)"),
             ),
             collect=dict(
-                device="cpu",        # where the acting copy of the actor lives
-                noise_scale=0.1,     # std of the Gaussian exploration noise (normalised units)
+                device=key("cpu", "where the acting copy of the actor lives"),
+                noise_scale=key(0.1, "std of the Gaussian exploration noise (normalised units)"),
             ),
         )
 

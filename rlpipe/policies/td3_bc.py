@@ -23,9 +23,9 @@ import gymnasium as gym
 import numpy as np
 import torch
 import torch.nn.functional as F
-from easydict import EasyDict
 
-from ._common import extend_config
+from rlpipe.schema import extend, key
+
 from ._obs_norm import ObsNormalizer
 from .td3 import TD3Policy
 
@@ -42,13 +42,13 @@ class TD3BCPolicy(TD3Policy):
     _STATE_KEYS = TD3Policy._STATE_KEYS + ("obs_normalizer", "last_bc_stats")
 
     @classmethod
-    def default_config(cls) -> EasyDict:
+    def config_keys(cls) -> Dict[str, Any]:
         # The paper's settings (its hyperparameter table, appendix): TD3's own (256-256 MLPs,
         # Adam 3e-4, batch 256, gamma 0.99, tau 0.005, policy noise 0.2 clipped at 0.5, actor
         # every 2 critic steps) plus alpha = 2.5.
-        return extend_config(super().default_config(), dict(
+        return extend(super().config_keys(), dict(
             learn=dict(
-                alpha=2.5,           # weight of the Q term against BC: λ = alpha / mean|Q|
+                alpha=key(2.5, "weight of the Q term against BC: λ = alpha / mean|Q|"),
             ),
         ))
 

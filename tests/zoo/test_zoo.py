@@ -50,35 +50,48 @@ GENERIC = ["dqn@CartPole-v1", "ppo@Acrobot-v1", "sac@Pendulum-v1", "td3@Pendulum
 @pytest.mark.parametrize("name", list_entries() + GENERIC)
 def test_every_config_key_has_a_meaning(name):
     from rlpipe.zoo._generic import is_generic
-    from rlpipe.zoo._meanings import config_meanings, leaf_keys
+    from rlpipe.cli.config_view import config_meanings, leaf_keys
 
     entry = get_entry(name)
     meanings = config_meanings(entry.policy_cls, with_imports=is_generic(name))
     missing = [k for k in leaf_keys(entry.resolve()) if not meanings.get(k)]
-    assert not missing, f"{name}: keys without a meaning (add one in zoo/_meanings.py or a " \
-                        f"comment beside the default): {missing}"
+    assert not missing, f"{name}: keys without a meaning (declare it beside the default: " \
+                        f"key(default, meaning) in rlpipe/schema.py or the policy): {missing}"
 
 
-def test_every_run_defaults_key_has_a_meaning_and_no_meaning_is_stale():
-    from rlpipe.pipelines import offline as _offline, offpolicy as _offpolicy, onpolicy as _onpolicy
-    from rlpipe.zoo._meanings import RUN_MEANINGS, leaf_keys
+def test_every_run_key_has_a_meaning_and_every_run_key_is_taken_by_some_pipeline():
+    from rlpipe.cli.config_view import leaf_keys
+    from rlpipe.pipelines.run_keys import RUN_DEFAULTS
+    from rlpipe.schema import RUN_KEYS
 
-    keys = set().union(*(leaf_keys(m.RUN_DEFAULTS) for m in (_offpolicy, _onpolicy, _offline)))
-    assert keys - set(RUN_MEANINGS) == set()
-    assert set(RUN_MEANINGS) - keys == {"imports"}
+    keys = set().union(*(leaf_keys(defaults) for defaults in RUN_DEFAULTS.values()))
+    assert keys == set(RUN_KEYS)
+    assert not [name for name, declared in RUN_KEYS.items() if not declared.meaning]
 
 
 def test_a_pipelines_run_defaults_are_the_one_table_less_what_it_lacks():
+    from rlpipe.cli.config_view import leaf_keys
     from rlpipe.pipelines import offline as _offline, offpolicy as _offpolicy, onpolicy as _onpolicy
-    from rlpipe.zoo._meanings import leaf_keys
-    from rlpipe.pipelines.run_keys import RUN_KEYS, run_defaults
+    from rlpipe.pipelines.run_keys import PIPELINE_RUNS, RUN_DEFAULTS, run_defaults
+    from rlpipe.policies import RandomPolicy
+    from rlpipe.schema import RUN_KEYS
 
-    for module in (_offpolicy, _onpolicy, _offline):
-        for key in leaf_keys(module.RUN_DEFAULTS):
-            assert key in RUN_KEYS, f"{module.__name__}: {key} is not in RUN_KEYS"
+    for module, pipeline in ((_offpolicy, "off-policy"), (_onpolicy, "on-policy"),
+                             (_offline, "offline")):
+        without, changed = PIPELINE_RUNS[pipeline]
+        run_keys = leaf_keys(RUN_DEFAULTS[pipeline])
+        assert set(run_keys) <= set(RUN_KEYS)
+        assert not [k for k in run_keys if k in without or k.split(".")[0] in without]
+        cfg = module.default_config(RandomPolicy)
+        for key in run_keys:  # the pipeline's default config is the table's, with its changes
+            node = cfg
+            for part in key.split("."):
+                node = node[part]
+            assert node == changed.get(key, RUN_KEYS[key].default), f"{pipeline}: {key}"
     offline = run_defaults(without=("replay", "env.n_envs"), changed={"max_train_iter": 7})
     assert "replay" not in offline and "n_envs" not in offline["env"]
-    assert offline["max_train_iter"] == 7 and offline["env"]["eval_n_envs"] == RUN_KEYS["env.eval_n_envs"][0]
+    assert offline["max_train_iter"] == 7
+    assert offline["env"]["eval_n_envs"] == RUN_KEYS["env.eval_n_envs"].default
     first, second = run_defaults(), run_defaults()
     first["env"]["env_kwargs"]["x"] = 1  # each call hands out its own dicts
     assert second["env"]["env_kwargs"] == {}
@@ -88,18 +101,24 @@ def test_a_pipelines_run_defaults_are_the_one_table_less_what_it_lacks():
         run_defaults(without=("replay",), changed={"replay.alpha": 0.5})
 
 
-def test_meanings_come_from_the_comments_beside_the_defaults():
-    from rlpipe.policies import DQNPolicy
-    from rlpipe.zoo._meanings import comment_meanings
+def test_meanings_come_from_the_keys_declared_beside_the_defaults():
+    from rlpipe.cli.config_view import config_meanings
+    from rlpipe.policies import DQNPolicy, PPOLSTMPolicy, PPOPolicy
 
-    meanings = comment_meanings(DQNPolicy)
-    assert meanings["learn.lr"] == "Adam learning rate"
-    assert meanings["model.dueling"].startswith("dueling head")
+    meanings = config_meanings(DQNPolicy)
+    assert meanings["policy.learn.lr"] == "Adam learning rate"
+    assert meanings["policy.model.dueling"].startswith("dueling head")
+    assert meanings["policy.collect.n_sample"].startswith("env steps collected")  # pipeline's
+    # a subclass that changes a default without a meaning keeps its parent's meaning
+    assert PPOLSTMPolicy.default_config().model.activation == "relu"
+    assert PPOPolicy.default_config().model.activation != "relu"
+    activation = config_meanings(PPOPolicy)["policy.model.activation"]
+    assert activation and config_meanings(PPOLSTMPolicy)["policy.model.activation"] == activation
 
 
 def test_a_policy_can_state_meanings_itself():
+    from rlpipe.cli.config_view import config_meanings
     from rlpipe.policies import PPOPolicy
-    from rlpipe.zoo._meanings import config_meanings
 
     class Mine(PPOPolicy):
         config_meanings = {"learn.lr": "my own words"}

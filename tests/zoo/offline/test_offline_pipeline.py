@@ -6,7 +6,8 @@ from rlpipe.contexts import OfflineRLContext
 from rlpipe.engine import contract_of
 from rlpipe.engine._scheduler import dependencies
 from rlpipe.zoo import ENTRIES, get_entry, train
-from rlpipe.pipelines.offline import RUN_DEFAULTS, build_offline
+from rlpipe.pipelines.offline import build_offline
+from rlpipe.pipelines.run_keys import RUN_DEFAULTS
 
 from .datasets import cartpole_data
 
@@ -22,7 +23,8 @@ def test_an_entry_module_declares_the_offline_pipeline(offline_entry):
     entry = get_entry(offline_entry)
     assert entry.pipeline == "offline"
     cfg = entry.resolve({}, ["dataset.id=cartpole/entry-v0"])
-    assert set(RUN_DEFAULTS) <= set(cfg) and "replay" not in cfg and "max_env_step" not in cfg
+    assert set(RUN_DEFAULTS["offline"]) <= set(cfg)
+    assert "replay" not in cfg and "max_env_step" not in cfg
     result = train(offline_entry, overrides=["dataset.id=cartpole/entry-v0",
                                              "max_train_iter=30"], progress=False)
     assert result["train_iter"] == 30 and result["train_epoch"] >= 0
