@@ -17,7 +17,7 @@ from .progress import progress_bar
 from .realtime import overrun_meter
 from .sequence import SequenceAdding, sequence_fetcher, sequence_pusher
 from .termination import termination_checker
-from ._acting import EpisodeQuota, supports_masks
+from ._acting import EpisodeQuota
 from ._make_acting import make_acting
 from ._wandb import WandbSink, log_run_videos
 
@@ -63,7 +63,6 @@ __all__ = [
     "rolloutor",
     "sequence_fetcher",
     "sequence_pusher",
-    "supports_masks",
     "termination_checker",
     "trainer",
     "wandb_offline_logger",

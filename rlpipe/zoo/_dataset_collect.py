@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional
 import gymnasium as gym
 import numpy as np
 
-from rlpipe.middleware import EpisodeQuota, make_acting, supports_masks
+from rlpipe.middleware import EpisodeQuota, make_acting
 
 Episode = Dict[str, Any]
 
@@ -73,19 +73,29 @@ class Noise:
 
 class NoisyActor:
     """The face `collect` acts through: `face`'s actions with `noise` added, or, without a
-    face, `noise`'s uniform random actions (among the valid ones where the env gives masks)."""
+    face, `noise`'s uniform random actions (among the valid ones where the env gives masks).
+
+    `policy` is the policy behind `face`, so the acting path sees what it takes (masks, hidden
+    state) and names it in its errors; what the acting path hands in (`action_mask=`, a
+    recurrent policy's `state=` and `first=`) is handed on to `face`, and what `face` returns
+    beside the action (its next `state`) is returned with the noisy action."""
 
     def __init__(self, face: Optional[Any], noise: Noise, n_envs: int) -> None:
         self.face, self.noise, self.n_envs = face, noise, n_envs
-        self.supports_action_mask = face is None or supports_masks(face)
+        if face is None:
+            self.supports_action_mask = True
+        else:
+            self.policy = getattr(face, "policy", face)
 
-    def forward(self, obs: Any, action_mask: Optional[np.ndarray] = None) -> Dict[str, Any]:
+    def forward(self, obs: Any, **kwargs: Any) -> Dict[str, Any]:
+        mask = kwargs.get("action_mask")
         if self.face is None:
-            return {"action": self.noise.random(self.n_envs, action_mask)}
-        kwargs = {} if action_mask is None else {"action_mask": action_mask}
-        action = self.face.forward(obs, **kwargs)["action"]
+            return {"action": self.noise.random(self.n_envs, mask)}
+        output = dict(self.face.forward(obs, **kwargs))
+        action = output["action"]
         action = action.numpy() if hasattr(action, "numpy") else np.asarray(action)
-        return {"action": self.noise(action, action_mask)}
+        output["action"] = self.noise(action, mask)
+        return output
 
 
 def collect(env: Any, face: Optional[Any], n_episodes: int, noise: Noise,

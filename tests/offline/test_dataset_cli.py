@@ -138,3 +138,19 @@ def test_collected_data_sets_repeat_at_the_same_seed_and_a_policy_must_take_the_
     with EnvManager("rlpipe/MaskedGrid-v0", n_envs=2, seed=0) as env:
         with pytest.raises(ValueError, match="does not take them"):
             collect(env, MaskBlind(), 2, Noise(env.action_space, 0.0, 0.0, 0), progress=False)
+
+
+def test_a_recurrent_policy_collects_with_its_hidden_state():
+    from rlpipe.zoo._dataset_collect import Noise, collect
+    from tests.recurrent.fakes import CountingPolicy, ForgetfulPolicy
+
+    with EnvManager("rlpipe/RememberFirst-v0", n_envs=2, seed=0, mode="sync") as env:
+        policy = CountingPolicy(env.observation_space, env.action_space)
+        episodes = collect(env, policy.eval_mode, 10, Noise(env.action_space, 0.0, 0.0, 0),
+                           progress=False)
+        forgetful = ForgetfulPolicy(env.observation_space, env.action_space)
+        guessed = collect(env, forgetful.eval_mode, 40, Noise(env.action_space, 0.0, 0.0, 0),
+                          progress=False)
+    # naming the first observation's cue at the last step needs the state carried per env
+    assert [float(ep["rewards"].sum()) for ep in episodes] == [1.0] * 10
+    assert 0.2 < np.mean([ep["rewards"].sum() for ep in guessed]) < 0.8
