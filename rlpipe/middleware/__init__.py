@@ -17,12 +17,15 @@ from .progress import progress_bar
 from .realtime import overrun_meter
 from .sequence import SequenceAdding, sequence_fetcher, sequence_pusher
 from .termination import termination_checker
+from ._acting import EpisodeQuota
+from ._make_acting import make_acting
 from ._wandb import WandbSink, log_run_videos
 
 __all__ = [
     "CkptSaver",
     "ContextExchanger",
     "EpisodeCollector",
+    "EpisodeQuota",
     "Exchange",
     "ModelExchanger",
     "NonFiniteLossError",
@@ -45,6 +48,7 @@ __all__ = [
     "kwargs_at",
     "load_checkpoint",
     "log_run_videos",
+    "make_acting",
     "multistep_trainer",
     "nstep_reward_enhancer",
     "offline_data_fetcher",

@@ -1,10 +1,12 @@
 """The one acting path: choose actions for the envs' current observations, step the envs,
 record the step, count env steps and episodes.
 
-`inferencer`, `rolloutor`, `StepCollector` and `EpisodeCollector` (collector.py) are all built
-on `Acting`: the two middleware each wrap one, each collector runs its own loop over one (it
-does not call `inferencer` and `rolloutor`); a new kind of acting (hidden state per env, an
-agent axis) is added here once.
+Every env loop of rlpipe runs on `Acting`: `inferencer`, `rolloutor`, `StepCollector` and
+`EpisodeCollector` (collector.py; the two middleware each wrap one, each collector runs its own
+loop over one), and, outside training, `evaluate_episodes`, `rlpipe dataset collect` and the
+check of `rlpipe export`, which act through `Acting.play_step` (and spread their episodes with
+`EpisodeQuota`). A new kind of acting (hidden state per env, an agent axis) is added here once
+and all of them have it.
 
 - `EnvCursor` — the observation each env of a manager acts from next. The pipeline owns it: a
   collector makes its own (or takes one), `inferencer`/`rolloutor` share one per env and task.
@@ -14,6 +16,9 @@ agent axis) is added here once.
 - `Acting.step` — one vector step: the record of it (with the true final observation of an
   episode in `next_obs`; `obs` of the result is where the env acts from next), env-step count
   (valid rows only), episode ends (`episode_info`, `trajectory_end_idx`, "episode_end" events).
+  `Acting.transition` is its part without the counting: step, record, move the cursor.
+- `Acting.play_step` — act and `transition` once outside a training loop (no warm-up, no
+  counting, no events).
 - `Acting.refresh` — the policy copies its learner's weights into its acting copy, so a learner
   running beside collection in async mode never changes weights under the actor: once per
   iteration before acting (`inferencer`, `EpisodeCollector`), or, for `StepCollector`, before its
@@ -200,20 +205,35 @@ class Acting:
              steps: List[Dict[str, Any]]) -> int:
         """Step the envs with `action`, append the step's record to `steps`, move the cursor and
         count on `ctx`; returns the number of valid rows (env steps taken)."""
+        record, result = self.transition(obs, action, output)
+        steps.append(record)
+        valid = int(np.count_nonzero(result.valid))
+        ctx.env_step += valid
+        if result.episodes:
+            _count_episodes(ctx, result.episodes, len(steps))
+        return valid
+
+    def transition(self, obs: Any, action: Any, output: Mapping[str, Any]
+                   ) -> Tuple[Dict[str, Any], Any]:
+        """Step the envs with `action` and move the cursor to where they act from next; returns
+        (the step's record, the env manager's step result). Nothing is counted."""
         mask = self.cursor.mask
         result = self.env.step(action)
         record = step_record(obs, action, output, result)
         if mask is not None:
             record["action_mask"] = mask
             record["next_action_mask"] = result.next_action_mask
-        steps.append(record)
         self.cursor.obs = result.obs
         self.cursor.mask = getattr(result, "action_mask", None)
-        valid = int(np.count_nonzero(result.valid))
-        ctx.env_step += valid
-        if result.episodes:
-            _count_episodes(ctx, result.episodes, len(steps))
-        return valid
+        return record, result
+
+    def play_step(self) -> Tuple[Dict[str, Any], Any]:
+        """One vector step outside a training loop (evaluation, data set collection, the export
+        check): the policy acts (no warm-up, no collect kwargs), the envs step; returns
+        `transition`'s (record, step result). Nothing is counted and no event is emitted, so
+        it needs no task and leaves a run's counters alone."""
+        obs, output = self.act(self.random_collect_size, {})
+        return self.transition(obs, output["action"], output)
 
 
 class RecurrentActing(Acting):
@@ -252,19 +272,40 @@ class RecurrentActing(Acting):
             output = {"action": self.random_actions(mask), "state": output.get("state")}
         return obs, output
 
-    def step(self, ctx: Any, obs: Any, action: Any, output: Mapping[str, Any],
-             steps: List[Dict[str, Any]]) -> int:
+    def transition(self, obs: Any, action: Any, output: Mapping[str, Any]
+                   ) -> Tuple[Dict[str, Any], Any]:
         cursor = self.cursor
         state, first = cursor.state, cursor.first
         after = next_state(self.policy, output, self.n_envs, check=not self._checked)
         self._checked = True
-        valid = super().step(ctx, obs, action, output, steps)
-        record = steps[-1]
+        record, result = super().transition(obs, action, output)
         record["first"] = first
         record["state"] = state
         cursor.first = starts(record["terminated"], record["truncated"], record["valid"])
         cursor.state = zero_rows(after, cursor.first)
-        return valid
+        return record, result
+
+
+class EpisodeQuota:
+    """How many whole episodes each env of a manager still owes: `n_episodes` spread evenly
+    over `n_envs` envs (the first `n_episodes % n_envs` envs one more), so that short
+    episodes, which end more often, are not over-represented."""
+
+    def __init__(self, n_envs: int, n_episodes: int) -> None:
+        self.quota = np.full(int(n_envs), int(n_episodes) // int(n_envs))
+        self.quota[: int(n_episodes) % int(n_envs)] += 1
+        self.done = np.zeros(int(n_envs), dtype=int)
+
+    def open(self) -> bool:
+        """Whether some env still owes an episode."""
+        return bool((self.done < self.quota).any())
+
+    def take(self, env_id: int) -> bool:
+        """Count an episode env `env_id` finished; False (not counted) past its quota."""
+        if self.done[env_id] >= self.quota[env_id]:
+            return False
+        self.done[env_id] += 1
+        return True
 
 
 def step_record(obs: Any, action: Any, output: Mapping[str, Any], result: Any) -> Dict[str, Any]:

@@ -12,24 +12,19 @@ each agent to its own. Warm-up actions are drawn per agent, for the agents in th
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
 
 import numpy as np
 
 from rlpipe.envs import sample_valid_actions
 
 from .exploration import kwargs_at
-from ._acting import Acting, EnvCursor, _count_episodes, check_mask_support, step_record
+from ._acting import Acting, EnvCursor, check_mask_support, step_record
 
 
 def is_multi_agent(env: Any) -> bool:
     """Whether `env` is a multi-agent env manager (it has an agent axis)."""
     return getattr(env, "n_agents", None) is not None
-
-
-def agent_kwargs(env: Any) -> Dict[str, Any]:
-    """What a multi-agent face takes beside the observations of `env`'s current step."""
-    return {"agent_mask": env.agent_mask, "global_state": env.global_state}
 
 
 def mean_agent_returns(episodes: Iterable[Mapping[str, Any]]) -> Optional[Dict[str, float]]:
@@ -86,8 +81,8 @@ class MultiAgentActing(Acting):
             actions = env.batch_action_space.sample()
         return env.absent_filled(actions, self._agents()[0])
 
-    def step(self, ctx: Any, obs: Any, action: Any, output: Mapping[str, Any],
-             steps: List[Dict[str, Any]]) -> int:
+    def transition(self, obs: Any, action: Any, output: Mapping[str, Any]
+                   ) -> Tuple[Dict[str, Any], Any]:
         cursor = self.cursor
         mask = cursor.mask
         result = self.env.step(action)
@@ -99,12 +94,7 @@ class MultiAgentActing(Acting):
         if mask is not None:
             record["action_mask"] = mask
             record["next_action_mask"] = result.next_action_mask
-        steps.append(record)
         cursor.obs = result.obs
         cursor.mask = self.env.action_mask
         cursor.agents = (self.env.agent_mask, self.env.global_state)
-        valid = int(np.count_nonzero(result.valid))
-        ctx.env_step += valid
-        if result.episodes:
-            _count_episodes(ctx, result.episodes, len(steps))
-        return valid
+        return record, result

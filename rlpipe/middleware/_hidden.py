@@ -1,4 +1,4 @@
-"""Hidden state per env: the helpers the acting path and the evaluator share.
+"""Hidden state per env: the helpers of the acting path (`RecurrentActing`, `EnvCursor`).
 
 A recurrent policy (`policy.recurrent`, see rlpipe.policies.base) is called
 `forward(obs, state=state, first=first, ...)` and returns `"state"`, the state after the step.

@@ -1,5 +1,6 @@
 """`make_acting`: which acting a policy gets in an env manager, decided once, when a collector
-(or inferencer/rolloutor) is made: `MultiAgentActing` for a multi-agent env manager,
+(or inferencer/rolloutor) is made or a loop outside training starts (`evaluate_episodes`, data
+set collection, the export check): `MultiAgentActing` for a multi-agent env manager,
 `RecurrentActing` for a recurrent policy, the plain `Acting` otherwise (at no cost)."""
 from __future__ import annotations
 

@@ -10,10 +10,10 @@ import numpy as np
 from rlpipe.contexts import OnlineRLContext
 from rlpipe.engine import Role, contract, current_task
 
-from ._acting import check_mask_support
-from ._acting_agents import agent_kwargs, is_multi_agent, mean_agent_returns
-from ._hidden import initial_state, is_recurrent, next_state, starts, zero_rows
+from ._acting import EpisodeQuota
+from ._acting_agents import mean_agent_returns
 from ._cfg import setting
+from ._make_acting import make_acting
 
 log = logging.getLogger(__name__)
 FINAL_EVAL = "final_eval"
@@ -21,50 +21,24 @@ FINAL_EVAL = "final_eval"
 
 
 def evaluate_episodes(policy: Any, env: Any, n_episode: int) -> List[dict]:
-    """Run `n_episode` episodes, spread evenly over the envs of `env` (so short episodes are
-    not over-represented), and return their {'return', 'length'} records. Where the env gives
-    action masks (`env.action_mask`), the policy gets them as `action_mask=`. A recurrent
-    policy gets `state=` and `first=`: its own state per env, zeroed where an episode starts
-    (the envs are reset here, autoreset at episode ends, or restarted after a crash).
-    In a multi-agent env manager the policy also gets `agent_mask=` and `global_state=`, an
-    episode's return is the team return and its record adds `agent_returns` (see
-    `_acting_agents`)."""
-    n_envs = env.n_envs
-    quota = np.full(n_envs, n_episode // n_envs)
-    quota[: n_episode % n_envs] += 1
-    done_count = np.zeros(n_envs, dtype=int)
+    """Run `n_episode` episodes, spread evenly over the envs of `env` (`EpisodeQuota`), and
+    return their {'return', 'length'} records. The envs are reset first, then `policy` acts
+    through the acting path (`make_acting`): it gets the env's action masks as `action_mask=`,
+    a recurrent policy its own `state=` and `first=` per env (zeroed where an episode starts),
+    and in a multi-agent env manager `agent_mask=` and `global_state=`; there an episode's
+    return is the team return and its record adds `agent_returns` (see `_acting_agents`)."""
+    acting = make_acting(policy, env)
+    acting.cursor.current()  # reset now, even when no episode is asked for
+    quota = EpisodeQuota(acting.n_envs, n_episode)
     records: List[dict] = []
-    obs = env.reset()
-    mask = getattr(env, "action_mask", None)
-    check_mask_support(policy, mask)
-    memory = {}
-    agents = is_multi_agent(env)
-    if agents and is_recurrent(policy):
-        raise NotImplementedError(f"evaluating the recurrent {type(policy).__name__} in the "
-                                  f"multi-agent {env!r}: hidden state per agent is not supported")
-    if is_recurrent(policy):
-        first = np.ones(n_envs, dtype=np.bool_)
-        memory = {"state": zero_rows(initial_state(policy, n_envs), first), "first": first}
-    while (done_count < quota).any():
-        kwargs = memory if mask is None else {**memory, "action_mask": mask}
-        if agents:
-            kwargs = {**kwargs, **agent_kwargs(env)}
-        output = policy.forward(obs, **kwargs)
-        result = env.step(output["action"])
-        mask = getattr(result, "action_mask", None)
-        if memory:
-            first = starts(result.terminated, result.truncated, result.valid)
-            memory = {"state": zero_rows(next_state(policy, output, n_envs), first),
-                      "first": first}
+    while quota.open():
+        _, result = acting.play_step()
         for ep in result.episodes:
-            i = ep["env_id"]
-            if done_count[i] < quota[i]:
+            if quota.take(ep["env_id"]):
                 record = {"return": float(ep["return"]), "length": int(ep["length"])}
                 if "agent_returns" in ep:
                     record["agent_returns"] = dict(ep["agent_returns"])
                 records.append(record)
-                done_count[i] += 1
-        obs = result.obs
     return records
 
 

@@ -1,5 +1,6 @@
 """`rlpipe dataset collect`: roll a policy (a run's, or uniform random) with optional
-epsilon-random or Gaussian action noise through an `EnvManager` into whole episodes.
+epsilon-random or Gaussian action noise through an `EnvManager` into whole episodes; the
+policy acts, and the envs step, through the acting path (rlpipe.middleware `make_acting`).
 
 Episodes are recorded per env with the true terminated/truncated flags and the true final
 observation (the manager's `next_obs`); a row the manager marks invalid (its env was restarted
@@ -8,10 +9,12 @@ episodes, so short episodes are not over-represented.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 import gymnasium as gym
 import numpy as np
+
+from rlpipe.middleware import EpisodeQuota, make_acting
 
 Episode = Dict[str, Any]
 
@@ -68,52 +71,67 @@ class Noise:
         return actions
 
 
-def policy_actor(face: Any) -> Callable[[Any, Optional[np.ndarray]], np.ndarray]:
-    """`act(obs, mask)` of a policy's eval face (as `rlpipe eval` acts)."""
-    def act(obs: Any, mask: Optional[np.ndarray]) -> np.ndarray:
-        output = face.forward(obs) if mask is None else face.forward(obs, action_mask=mask)
+class NoisyActor:
+    """The face `collect` acts through: `face`'s actions with `noise` added, or, without a
+    face, `noise`'s uniform random actions (among the valid ones where the env gives masks).
+
+    `policy` is the policy behind `face`, so the acting path sees what it takes (masks, hidden
+    state) and names it in its errors; what the acting path hands in (`action_mask=`, a
+    recurrent policy's `state=` and `first=`) is handed on to `face`, and what `face` returns
+    beside the action (its next `state`) is returned with the noisy action."""
+
+    def __init__(self, face: Optional[Any], noise: Noise, n_envs: int) -> None:
+        self.face, self.noise, self.n_envs = face, noise, n_envs
+        if face is None:
+            self.supports_action_mask = True
+        else:
+            self.policy = getattr(face, "policy", face)
+
+    def forward(self, obs: Any, **kwargs: Any) -> Dict[str, Any]:
+        mask = kwargs.get("action_mask")
+        if self.face is None:
+            return {"action": self.noise.random(self.n_envs, mask)}
+        output = dict(self.face.forward(obs, **kwargs))
         action = output["action"]
-        return action.numpy() if hasattr(action, "numpy") else np.asarray(action)
-    return act
+        action = action.numpy() if hasattr(action, "numpy") else np.asarray(action)
+        output["action"] = self.noise(action, mask)
+        return output
 
 
-def collect(env: Any, act: Optional[Callable], n_episodes: int, noise: Noise,
+def collect(env: Any, face: Optional[Any], n_episodes: int, noise: Noise,
             progress: bool = True) -> List[Episode]:
-    """`n_episodes` whole episodes of `act` (None: uniform random) with `noise`, spread over the
-    envs of `env` (an EnvManager), each with T+1 observations."""
+    """`n_episodes` whole episodes of a policy's eval `face` (None: uniform random) with
+    `noise`, spread over the envs of `env` (an EnvManager, `EpisodeQuota`), each with T+1
+    observations. The actor steps the envs through the acting path (`make_acting`)."""
     from tqdm import tqdm
 
-    n_envs = env.n_envs
-    quota = np.full(n_envs, n_episodes // n_envs)
-    quota[: n_episodes % n_envs] += 1
-    done = np.zeros(n_envs, int)
-    obs = env.reset()
+    acting = make_acting(NoisyActor(face, noise, env.n_envs), env)
+    n_envs = acting.n_envs
+    quota = EpisodeQuota(n_envs, n_episodes)
+    obs = acting.cursor.current()
     current = [_new(_row(obs, i)) for i in range(n_envs)]
     finished: List[Episode] = []
     bar = tqdm(total=n_episodes, unit="ep", disable=not progress, desc="collect")
     try:
-        while (done < quota).any():
-            mask = getattr(env, "action_mask", None)
-            actions = noise.random(n_envs, mask) if act is None else noise(act(obs, mask), mask)
-            result = env.step(actions)
+        while quota.open():
+            step, _ = acting.play_step()
+            starts = acting.cursor.obs  # where each env acts from next
             for i in range(n_envs):
-                if not result.valid[i]:  # the env was restarted: its episode is lost
-                    current[i] = _new(_row(result.obs, i))
+                if not step["valid"][i]:  # the env was restarted: its episode is lost
+                    current[i] = _new(_row(starts, i))
                     continue
                 ep = current[i]
-                ep["observations"].append(_row(result.next_obs, i))
-                ep["actions"].append(np.array(actions[i]))
-                ep["rewards"].append(float(result.reward[i]))
-                ep["terminations"].append(bool(result.terminated[i]))
-                ep["truncations"].append(bool(result.truncated[i]))
-                if result.terminated[i] or result.truncated[i]:
-                    if done[i] < quota[i]:
+                ep["observations"].append(_row(step["next_obs"], i))
+                ep["actions"].append(np.array(step["action"][i]))
+                ep["rewards"].append(float(step["reward"][i]))
+                ep["terminations"].append(bool(step["terminated"][i]))
+                ep["truncations"].append(bool(step["truncated"][i]))
+                if step["terminated"][i] or step["truncated"][i]:
+                    if quota.take(i):
                         finished.append(_close(ep))
-                        done[i] += 1
                         bar.update(1)
                         bar.set_postfix(last_return=f"{sum(ep['rewards']):.1f}")
-                    current[i] = _new(_row(result.obs, i))
-            obs = result.obs
+                    current[i] = _new(_row(starts, i))
     finally:
         bar.close()
     return finished

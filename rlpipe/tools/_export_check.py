@@ -14,6 +14,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import gymnasium as gym
 import numpy as np
 
+from rlpipe.middleware import make_acting
+
 from ._export_face import MASK_INPUT, ExportError, InputSpec
 
 Runner = Callable[[Dict[str, np.ndarray]], np.ndarray]
@@ -72,17 +74,16 @@ def sample_masks(sizes: Sequence[int], n: int, seed: int) -> np.ndarray:
 def env_inputs(env: Any, policy: Any, specs: List[InputSpec], steps: int,
                with_mask: bool) -> Dict[str, np.ndarray]:
     """The observations (and masks) of `steps` steps of `env` acted on by the policy's eval
-    face, as the file's inputs."""
+    face through the acting path (`make_acting`: the envs are reset first), as the file's
+    inputs."""
+    acting = make_acting(policy.eval_mode, env)
     rows: List[Dict[str, np.ndarray]] = []
-    obs = env.reset()
     for _ in range(steps):
-        mask = getattr(env, "action_mask", None)
-        row = {s.name: np.asarray(_pick(obs, s.path)).astype(s.dtype) for s in specs}
+        step, _ = acting.play_step()
+        row = {s.name: np.asarray(_pick(step["obs"], s.path)).astype(s.dtype) for s in specs}
         if with_mask:
-            row[MASK_INPUT] = np.asarray(mask, np.bool_)
+            row[MASK_INPUT] = np.asarray(step.get("action_mask"), np.bool_)
         rows.append(row)
-        kwargs = {"action_mask": mask} if mask is not None and with_mask else {}
-        obs = env.step(policy.eval_mode.forward(obs, **kwargs)["action"]).obs
     return {name: np.concatenate([r[name] for r in rows]) for name in rows[0]}
 
 

@@ -18,7 +18,7 @@ from rlpipe.data._minari_io import check_id
 from rlpipe.data._serialize import load_state
 from rlpipe.runs import BUFFER_FILE, RunDir
 
-from ._dataset_collect import Noise, collect, policy_actor
+from ._dataset_collect import Noise, collect
 
 __all__ = ["collect_dataset", "export_replay", "format_summary", "list_table", "newest_run"]
 
@@ -102,15 +102,15 @@ def collect_dataset(dataset_id: str, *, run_dir: Optional[str] = None,
         env = run_env(cfg, n_envs, seed)
         policy = entry.policy_cls(cfg.policy, env.observation_space, env.action_space)
         policy.load_state_dict(checkpoint["policy"])
-        act, algorithm = policy_actor(policy.eval_mode), f"{entry.name} ({checkpoint['path']})"
+        face, algorithm = policy.eval_mode, f"{entry.name} ({checkpoint['path']})"
     else:
         if not env_id:
             raise ValueError("`rlpipe dataset collect random` needs --env ID")
         prepare_env(env_id)
         env = EnvManager(env_id, n_envs=n_envs, seed=seed)
-        act, algorithm = None, "random"
+        face, algorithm = None, "random"
     try:
-        rolled = collect(env, act, episodes, Noise(env.action_space, eps, noise, seed), progress)
+        rolled = collect(env, face, episodes, Noise(env.action_space, eps, noise, seed), progress)
         obs_space, act_space = env.observation_space, env.action_space
     finally:
         env.close()

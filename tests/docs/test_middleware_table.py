@@ -22,6 +22,8 @@ def test_every_exported_middleware_is_in_the_table():
 
     listed = _script().table()
     helpers = {"concat_steps", "epsilon_schedule", "evaluate_episodes", "load_checkpoint",
+               # the acting path, for the env loops outside training (eval, data sets, export)
+               "make_acting", "EpisodeQuota",
                "NonFiniteLossError", "NonFiniteStateError", "restore_checkpoint", "read_metrics",
                "WandbSink", "log_run_videos",  # the logger's W&B sink and its video upload
                "PerEnvStep", "kwargs_at",  # a per-env-step collect kwarg and its evaluation

@@ -160,3 +160,70 @@ def test_inferencer_and_rolloutor_share_the_task_cursor_in_async_mode_too():
         t.run(max_step=6)
         assert t.ctx.env_step == 12 and t.ctx.env_episode == 2
     assert acted_from == [0, 1, 2, 3, 0, 1] and policy.refreshes == 6
+
+
+def _env_step_calls(path):
+    """The `<something env>.step(...)` calls in the source of `path`, except in a `step` method
+    (an env wrapper stepping the env it wraps)."""
+    import ast
+
+    tree = ast.parse(path.read_text())
+    in_wrappers = {id(node) for fn in ast.walk(tree)
+                   if isinstance(fn, ast.FunctionDef) and fn.name == "step"
+                   for node in ast.walk(fn)}
+    calls = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "step" and "env" in ast.unparse(node.func.value).lower()
+                and id(node) not in in_wrappers):
+            calls.append(f"{path.name}: {ast.unparse(node)}")
+    return calls
+
+
+def test_only_the_acting_path_steps_an_env():
+    """Collection, evaluation, data set collection and the export check all step their envs
+    through `Acting`: outside the env managers, no other module calls `env.step(`."""
+    import pathlib
+
+    import rlpipe
+
+    root = pathlib.Path(rlpipe.__file__).parent
+    acting = [root / "middleware" / "_acting.py", root / "middleware" / "_acting_agents.py"]
+    assert all(_env_step_calls(path) for path in acting)  # the search sees the real steps
+    others = [call for path in sorted(root.rglob("*.py"))
+              if path not in acting and root / "envs" not in path.parents
+              for call in _env_step_calls(path)]
+    assert others == []
+
+
+def test_evaluating_inside_a_run_counts_no_env_steps_and_emits_no_episode_events():
+    from rlpipe.middleware import evaluate_episodes
+
+    env, ended = FakeEnvManager(n_envs=2, length=3), []
+    with Task().start(ctx=OnlineRLContext()) as task:
+        task.on("episode_end", ended.append)
+        records = evaluate_episodes(FakeCollectPolicy(), env, 5)
+        ctx = task.ctx
+    assert [r["length"] for r in records] == [3] * 5
+    assert ended == [] and ctx.env_step == 0 and ctx.env_episode == 0
+    assert not ctx.episode_info and not ctx.trajectory_end_idx
+
+
+def test_episode_quota_spreads_the_episodes_evenly_over_the_envs():
+    from rlpipe.middleware import EpisodeQuota
+
+    quota = EpisodeQuota(3, 7)  # 7 = 3 + 2 + 2: the first env owes the odd one
+    assert [quota.take(0) for _ in range(4)] == [True, True, True, False]
+    assert [quota.take(1) for _ in range(3)] == [True, True, False]
+    assert quota.take(2) and quota.open()
+    assert quota.take(2) and not quota.open()
+
+
+def test_evaluation_restarts_do_not_count_and_every_env_gives_its_share():
+    from rlpipe.middleware import evaluate_episodes
+
+    env = FakeEnvManager(n_envs=2, length=3, crash_at={(0, 2)})  # env 0 restarts mid-episode
+    policy = FakeCollectPolicy()
+    assert len(evaluate_episodes(policy, env, 4)) == 4
+    # env 0 lost 2 steps to the restart: 2 + 3 + 3 vector steps for its 2 episodes
+    assert env.calls == 8

@@ -114,3 +114,43 @@ def test_action_noise_is_epsilon_random_or_gaussian_in_half_ranges():
     masked = Noise(gym.spaces.Discrete(3), eps=1.0, noise=0.0, seed=0)
     mask = np.array([[False, True, False]] * 50)
     assert (masked(np.zeros(50, np.int64), mask) == 1).all()
+
+
+def test_collected_data_sets_repeat_at_the_same_seed_and_a_policy_must_take_the_masks():
+    from rlpipe.zoo._dataset_collect import Noise, collect
+
+    def roll(seed):
+        with EnvManager("CartPole-v1", n_envs=2, seed=seed) as env:
+            return collect(env, None, 3, Noise(env.action_space, 0.0, 0.0, seed), progress=False)
+
+    first, again, other = roll(0), roll(0), roll(1)
+    assert [len(ep["rewards"]) for ep in first] == [len(ep["rewards"]) for ep in again]
+    for a, b in zip(first, again):
+        for key in a:
+            np.testing.assert_array_equal(a[key], b[key])
+    assert any(not np.array_equal(a["observations"], b["observations"])
+               for a, b in zip(first, other))
+
+    class MaskBlind:
+        def forward(self, obs, **kwargs):
+            return {"action": np.zeros(len(obs), np.int64)}
+
+    with EnvManager("rlpipe/MaskedGrid-v0", n_envs=2, seed=0) as env:
+        with pytest.raises(ValueError, match="does not take them"):
+            collect(env, MaskBlind(), 2, Noise(env.action_space, 0.0, 0.0, 0), progress=False)
+
+
+def test_a_recurrent_policy_collects_with_its_hidden_state():
+    from rlpipe.zoo._dataset_collect import Noise, collect
+    from tests.recurrent.fakes import CountingPolicy, ForgetfulPolicy
+
+    with EnvManager("rlpipe/RememberFirst-v0", n_envs=2, seed=0, mode="sync") as env:
+        policy = CountingPolicy(env.observation_space, env.action_space)
+        episodes = collect(env, policy.eval_mode, 10, Noise(env.action_space, 0.0, 0.0, 0),
+                           progress=False)
+        forgetful = ForgetfulPolicy(env.observation_space, env.action_space)
+        guessed = collect(env, forgetful.eval_mode, 40, Noise(env.action_space, 0.0, 0.0, 0),
+                          progress=False)
+    # naming the first observation's cue at the last step needs the state carried per env
+    assert [float(ep["rewards"].sum()) for ep in episodes] == [1.0] * 10
+    assert 0.2 < np.mean([ep["rewards"].sum() for ep in guessed]) < 0.8
