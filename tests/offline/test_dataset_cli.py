@@ -117,7 +117,7 @@ def test_action_noise_is_epsilon_random_or_gaussian_in_half_ranges():
 
 
 def test_collected_data_sets_repeat_at_the_same_seed_and_a_policy_must_take_the_masks():
-    from rlpipe.zoo._dataset_collect import Noise, collect
+    from rlpipe.tools._dataset_collect import Noise, collect
 
     def roll(seed):
         with EnvManager("CartPole-v1", n_envs=2, seed=seed) as env:
@@ -141,7 +141,7 @@ def test_collected_data_sets_repeat_at_the_same_seed_and_a_policy_must_take_the_
 
 
 def test_a_recurrent_policy_collects_with_its_hidden_state():
-    from rlpipe.zoo._dataset_collect import Noise, collect
+    from rlpipe.tools._dataset_collect import Noise, collect
     from tests.recurrent.fakes import CountingPolicy, ForgetfulPolicy
 
     with EnvManager("rlpipe/RememberFirst-v0", n_envs=2, seed=0, mode="sync") as env:
