@@ -131,13 +131,32 @@ def _ray_up(ray: Any, address: Optional[str], init_options: Optional[Mapping[str
     return True
 
 
+def _placements(collectors: int, evaluator: bool,
+                resources: Optional[Mapping[str, str]]) -> Dict[str, Dict[str, Any]]:
+    """Actor options that put the named processes ("collector 1", "evaluator") on the nodes
+    holding a custom resource (`ray start --resources '{"NAME": 1}'`)."""
+    names = [f"collector {i}" for i in range(collectors)] + (["evaluator"] if evaluator else [])
+    placed: Dict[str, Dict[str, Any]] = {}
+    for who, resource in (resources or {}).items():
+        if who not in names:
+            raise ValueError(f"launch(resources=...) places {who!r}, which is no process of "
+                             f"this run; name one of {names}")
+        if not isinstance(resource, str) or not resource:
+            raise ValueError(f"launch(resources=...): {who!r} must map to the name of a custom "
+                             f"resource (as in `ray start --resources`), got {resource!r}")
+        placed[who] = {"resources": {resource: 0.001}}  # any node that has it, however little
+    return placed
+
+
 def launch_ray(main: Callable[..., Any], collectors: int, evaluator: bool,
                address: Optional[str], args: Sequence[Any], kwargs: Mapping[str, Any],
                queue_size: int, max_restarts: int, num_cpus: Optional[float],
                init_options: Optional[Mapping[str, Any]], grace_s: float,
-               on_poll: Optional[Callable[[Dict[str, Any]], None]] = None) -> Any:
+               on_poll: Optional[Callable[[Dict[str, Any]], None]] = None,
+               resources: Optional[Mapping[str, str]] = None) -> Any:
     """See `rlpipe.engine.parallel.launch(backend="ray")`."""
     ray = _import_ray()
+    placed = _placements(collectors, evaluator, resources)
     driver_task = global_task()
 
     started = _ray_up(ray, address, init_options)
@@ -148,16 +167,18 @@ def launch_ray(main: Callable[..., Any], collectors: int, evaluator: bool,
         n_actors = 1 + collectors + int(evaluator)
         if num_cpus is None:  # 1 each, or an equal share when the cluster has fewer CPUs
             num_cpus = min(1.0, ray.cluster_resources().get("CPU", 1.0) / n_actors)
-        hub = ray.remote(Hub).options(num_cpus=0, max_concurrency=1000).remote(queue_size)
+        # the hub lives beside the learner: a node lost with it would end the run
+        hub = ray.remote(Hub).options(num_cpus=0, max_concurrency=1000,
+                                      **_driver_node(ray)).remote(queue_size)
         layout = [(Role.LEARNER, 0, 0)] + [(Role.COLLECTOR, i, max_restarts) for i in range(collectors)]
         if evaluator:
             layout.append((Role.EVALUATOR, 0, max_restarts))
         for role, index, restarts in layout:
             cls = ray.remote(type(role.value.capitalize(), (_Process,), {}))
-            placement = _driver_node(ray) if role is Role.LEARNER else {}
+            name = f"collector {index}" if role is Role.COLLECTOR else role.value
+            placement = _driver_node(ray) if role is Role.LEARNER else placed.get(name, {})
             actor = cls.options(num_cpus=num_cpus, max_restarts=restarts, max_task_retries=0,
                                 **placement).remote(role.value, index, collectors, evaluator)
-            name = f"collector {index}" if role is Role.COLLECTOR else role.value
             members.append(_Member(name, role, actor))
         call = (hub, main, tuple(args), dict(kwargs))
         for m in members:

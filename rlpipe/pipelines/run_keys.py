@@ -78,6 +78,8 @@ RUN_KEYS: Dict[str, Tuple[Any, str]] = {
                                   "default)"),
     "parallel.backend": ("ray", "'ray' (actors, one machine or a cluster) or 'local' (child "
                                 "processes)"),
+    "parallel.resources": (None, "Ray: processes placed on nodes by custom resource, e.g. "
+                                 "{'collector 1': 'worker_node'} (None: wherever Ray has room)"),
     "parallel.child_nice": (None, "CPU priority offset of the local backend's children (None: "
                                   "10; 0 for a real-time collector that must keep its clock)"),
 }

@@ -125,9 +125,12 @@ def _has_console(logger: logging.Logger) -> bool:
 def _backend_options(par: Any) -> Dict[str, Any]:
     backend = par.get("backend", "ray")
     if backend == "local":  # a learner-bound run: the learner keeps its CPU (docs/concepts.md)
+        if par.get("resources"):
+            raise ValueError("parallel.resources places Ray actors on cluster nodes; "
+                             "--backend local runs every process on this machine: drop it")
         nice = par.get("child_nice")  # a real-time collector keeps its priority (0)
         return {"backend": backend, "child_nice": LOCAL_CHILD_NICE if nice is None else nice}
-    return {"backend": backend}
+    return {"backend": backend, "resources": par.get("resources")}
 
 
 def run_distributed(name: str, cfg: Any, address: Optional[str] = None,
