@@ -24,6 +24,10 @@ STATUS = "status"
 """The blob whose info `launch(on_poll=...)` hands the driver (`Link.publish(STATUS, None, info)`)."""
 INSTALL_HINT = 'pip install "rlpipe[ray]"'
 STARTUP_WARNING_S = 60.0
+LOST_AFTER_S = 10.0
+"""A dead collector whose replacement process is not up this long after its death is counted
+lost (`Hub.note_lost`): Ray has no room for it, typically because its node is gone. A killed
+process is back within a few seconds; the count goes down again when it does come back."""
 
 
 class RayNotInstalledError(ImportError):
@@ -113,6 +117,8 @@ class _Member:
     future: Any = None
     attempt: int = 0
     restarting: bool = False
+    died_at: Optional[float] = None  # when its last death was seen, while it is restarting
+    lost: bool = False  # counted lost in the hub (restarting for longer than LOST_AFTER_S)
 
 
 def _ray_up(ray: Any, address: Optional[str], init_options: Optional[Mapping[str, Any]]) -> bool:
@@ -210,7 +216,9 @@ def _supervise(ray: Any, hub: Any, members: List[_Member], driver_task: Any,
     learner has returned, so that it sees the run's last status.
 
     A dead member is pinged (the ping waits while Ray restarts its process) and, once it
-    answers, runs `main()` again; if Ray gives up on it (`max_restarts`), it is gone."""
+    answers, runs `main()` again; if Ray gives up on it (`max_restarts`), it is gone. A
+    collector not back `LOST_AFTER_S` after its death (no node has room for it: its node is
+    gone) is counted lost in the hub, and back when its ping answers (a node joined)."""
     learner = members[0]
     live = {m.future: m for m in members}
     asked_to_finish = False
@@ -234,6 +242,13 @@ def _supervise(ray: Any, hub: Any, members: List[_Member], driver_task: Any,
             log.warning("finish requested (%s): the learner ends its iteration, then every actor "
                         "stops", driver_task.finish_reason or "task.finish set")
             ray.get(hub.finish.remote())
+        for m in live.values():
+            if (m.restarting and not m.lost and m.role is Role.COLLECTOR
+                    and time.monotonic() - m.died_at > LOST_AFTER_S):
+                m.lost = True
+                ray.get(hub.note_lost.remote(m.name))
+                log.debug("%s: no process %.0f s after its death (its node is gone?); counted "
+                          "lost until Ray re-creates it", m.name, LOST_AFTER_S)
         for future in ready:
             member = live.pop(future)
             try:
@@ -258,11 +273,17 @@ def _supervise(ray: Any, hub: Any, members: List[_Member], driver_task: Any,
                 log.warning("%s died (%s); Ray restarts it (its restart %d, %d in this run)",
                             member.name, _first_line(err), member.attempt, total)
                 member.restarting = True  # answers once its new process is up
+                member.died_at = time.monotonic()
                 member.future = member.actor.ping.options(max_task_retries=-1).remote()
                 live[member.future] = member
                 continue
             if member.restarting:
                 member.restarting = False
+                if member.lost:
+                    member.lost = False
+                    ray.get(hub.note_back.remote(member.name))
+                    log.debug("%s runs again (Ray re-created it on a node that has room)",
+                              member.name)
                 member.future = member.actor.run.remote(*call, member.attempt)
                 live[member.future] = member
             elif member is learner:

@@ -62,7 +62,9 @@ def launch(main: Callable[..., Any], collectors: int = 1, evaluator: bool = Fals
       only on such a node). The hub runs on the driver's node, beside the learner.
     - A collector or evaluator whose process dies is restarted by Ray (up to `max_restarts`
       times each) and runs `main()` again; the restart is logged and counted in the hub
-      (`link().state()["restarts"]`). An exception raised by `main()` in any actor ends the run
+      (`link().state()["restarts"]`). A collector with no new process 10 s after its death
+      (its node is gone and no other node has room for it) is counted lost in the hub
+      (`state()["lost"]`, `["away"]`) until Ray re-creates it, e.g. when a node joins. An exception raised by `main()` in any actor ends the run
       and is raised here. If the learner's process dies, `LearnerDiedError` is raised.
     - When the learner's `main()` returns, every other actor is told to finish (`Link.finished`);
       actors still running `grace_s` seconds later are killed. Setting `task.finish = True` in

@@ -88,6 +88,8 @@ def role_main(name: str, plain_cfg: Dict[str, Any]) -> Optional[Dict[str, Any]]:
             result["collectors"] = link.collectors
             result["collector_restarts"] = int(state["restarts"])
             result["restarted"] = dict(state["restarted"])  # by process: "evaluator", ...
+            result["lost"], result["lost_workers"] = list(state["lost"]), len(state["lost"])
+            result["back"] = [who for who in state["lost"] if who not in state["away"]]
             if state["restarts"]:
                 log.warning("collector restarts in this run: %d (%s)", state["restarts"],
                             ", ".join(f"{k}: {v}" for k, v in sorted(state["restarted"].items())))
