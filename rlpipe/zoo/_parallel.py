@@ -91,7 +91,7 @@ def role_main(name: str, plain_cfg: Dict[str, Any]) -> Optional[Dict[str, Any]]:
             result["lost"], result["lost_workers"] = list(state["lost"]), len(state["lost"])
             result["back"] = [who for who in state["lost"] if who not in state["away"]]
             if state["restarts"]:
-                log.warning("collector restarts in this run: %d (%s)", state["restarts"],
+                log.warning("process restarts in this run: %d (%s)", state["restarts"],
                             ", ".join(f"{k}: {v}" for k, v in sorted(state["restarted"].items())))
     finally:
         if reporter is not None:
