@@ -218,7 +218,8 @@ def _supervise(ray: Any, hub: Any, members: List[_Member], driver_task: Any,
     A dead member is pinged (the ping waits while Ray restarts its process) and, once it
     answers, runs `main()` again; if Ray gives up on it (`max_restarts`), it is gone. A
     collector not back `LOST_AFTER_S` after its death (no node has room for it: its node is
-    gone) is counted lost in the hub, and back when its ping answers (a node joined)."""
+    gone) is counted lost in the hub, and back when its ping answers (a node joined); when
+    every collector is lost or gone, the run is finished as on a driver's finish request."""
     learner = members[0]
     live = {m.future: m for m in members}
     asked_to_finish = False
@@ -249,6 +250,15 @@ def _supervise(ray: Any, hub: Any, members: List[_Member], driver_task: Any,
                 ray.get(hub.note_lost.remote(m.name))
                 log.debug("%s: no process %.0f s after its death (its node is gone?); counted "
                           "lost until Ray re-creates it", m.name, LOST_AFTER_S)
+        collectors = [m for m in members if m.role is Role.COLLECTOR]
+        if (not asked_to_finish and any(m.lost for m in collectors)
+                and all(m.lost or m.future not in live for m in collectors)):
+            asked_to_finish = True  # nothing would collect until a node joins: stop resumable
+            log.warning("every collector is lost (%s): no node has room to re-create them; the "
+                        "learner ends its iteration and writes its final checkpoint, then the run "
+                        "stops (resume it when the nodes are back)",
+                        ", ".join(m.name for m in collectors if m.lost))
+            ray.get(hub.finish.remote())
         for future in ready:
             member = live.pop(future)
             try:

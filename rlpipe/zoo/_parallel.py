@@ -90,6 +90,9 @@ def role_main(name: str, plain_cfg: Dict[str, Any]) -> Optional[Dict[str, Any]]:
             result["restarted"] = dict(state["restarted"])  # by process: "evaluator", ...
             result["lost"], result["lost_workers"] = list(state["lost"]), len(state["lost"])
             result["back"] = [who for who in state["lost"] if who not in state["away"]]
+            if link.collectors and len(state["away"]) >= link.collectors:
+                result["ended_by"] = (f"every collector lost ({', '.join(state['away'])}); "
+                                      f"resume with `rlpipe train --resume {cfg.run_dir}`")
             if state["restarts"]:
                 log.warning("process restarts in this run: %d (%s)", state["restarts"],
                             ", ".join(f"{k}: {v}" for k, v in sorted(state["restarted"].items())))
