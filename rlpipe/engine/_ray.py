@@ -187,10 +187,12 @@ def launch_ray(main: Callable[..., Any], collectors: int, evaluator: bool,
                                 **placement).remote(role.value, index, collectors, evaluator)
             members.append(_Member(name, role, actor))
         call = (hub, main, tuple(args), dict(kwargs))
+        # an actor runs its calls in order: a ping sent after run() would answer only at the end
+        pings = {m.actor.ping.remote(): m for m in members}
         for m in members:
             m.future = m.actor.run.remote(*call, 0)
         driver_task.finish = False  # a finish left over from an earlier run is no request
-        return _supervise(ray, hub, members, driver_task, max_restarts, call, on_poll)
+        return _supervise(ray, hub, members, driver_task, max_restarts, call, on_poll, pings)
     except KeyboardInterrupt:
         interrupted = True
         raise
@@ -210,10 +212,13 @@ def poll_state(ray: Any, hub: Any) -> Dict[str, Any]:
 
 def _supervise(ray: Any, hub: Any, members: List[_Member], driver_task: Any,
                max_restarts: int, call: Tuple[Any, ...],
-               on_poll: Optional[Callable[[Dict[str, Any]], None]] = None) -> Any:
+               on_poll: Optional[Callable[[Dict[str, Any]], None]] = None,
+               pings: Optional[Dict[Any, _Member]] = None) -> Any:
     """Wait for the learner; restart dead collectors/evaluator; pass a driver finish request on;
     call `on_poll(poll_state(...))` at every wake (every 0.5 s) and once more when the
-    learner has returned, so that it sees the run's last status.
+    learner has returned, so that it sees the run's last status. `pings`: one ping per
+    member, sent before its run(); a member whose ping has not answered `STARTUP_WARNING_S`
+    after this call has not started (a warning names it).
 
     A dead member is pinged (the ping waits while Ray restarts its process) and, once it
     answers, runs `main()` again; if Ray gives up on it (`max_restarts`), it is gone. A
@@ -223,7 +228,7 @@ def _supervise(ray: Any, hub: Any, members: List[_Member], driver_task: Any,
     learner = members[0]
     live = {m.future: m for m in members}
     asked_to_finish = False
-    unstarted = {m.actor.ping.remote(): m for m in members}
+    unstarted = dict(pings or {})
     waited_since = time.monotonic()
     while True:
         ready, _ = ray.wait(list(live), num_returns=1, timeout=0.5)

@@ -158,6 +158,7 @@ def test_a_lost_node_s_collector_is_counted_lost_and_comes_back(tmp_path: Path) 
     assert proc.returncode == 130, err[-3000:]
     text = log.read_text()
     assert text.count(LOST) == 1 and text.count(BACK) == 1
+    assert "not started after" not in text  # every process started, and was seen to
     assert "lost: collector 1 (back: collector 1)" in err.splitlines()
     last = rows(run_dir)[-1]
     assert last["collect/lost_workers"] == 1 and last["collect/workers"] == 2
