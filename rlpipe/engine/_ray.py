@@ -145,8 +145,8 @@ def _placements(collectors: int, evaluator: bool,
     placed: Dict[str, Dict[str, Any]] = {}
     for who, resource in (resources or {}).items():
         if who not in names:
-            raise ValueError(f"launch(resources=...) places {who!r}, which is no process of "
-                             f"this run; name one of {names}")
+            raise ValueError(f"launch(resources=...) (parallel.resources) places {who!r}, which "
+                             f"is no process of this run; name one of {names}")
         if not isinstance(resource, str) or not resource:
             raise ValueError(f"launch(resources=...): {who!r} must map to the name of a custom "
                              f"resource (as in `ray start --resources`), got {resource!r}")
