@@ -89,8 +89,9 @@ def launch(main: Callable[..., Any], collectors: int = 1, evaluator: bool = Fals
         queue_size = max(collectors, 1)
     if backend == "local":
         if resources:
-            raise ValueError("launch(resources=...) places Ray actors on cluster nodes; "
-                             "backend='local' runs every process on this machine: drop it")
+            raise ValueError("launch(resources=...) (parallel.resources) places Ray actors on "
+                             "cluster nodes; backend='local' runs every process on this "
+                             "machine: drop it")
         if on_poll is not None:
             raise ValueError("launch(on_poll=...) works with backend='ray'; with backend='local' "
                              "the learner runs in this process: show its progress there")

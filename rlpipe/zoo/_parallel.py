@@ -91,8 +91,8 @@ def role_main(name: str, plain_cfg: Dict[str, Any]) -> Optional[Dict[str, Any]]:
             result["lost"], result["lost_workers"] = list(state["lost"]), len(state["lost"])
             result["back"] = [who for who in state["lost"] if who not in state["away"]]
             if link.collectors and len(state["away"]) >= link.collectors:
-                result["ended_by"] = (f"every collector lost ({', '.join(state['away'])}); "
-                                      f"resume with `rlpipe train --resume {cfg.run_dir}`")
+                result["ended_by"] = f"every collector lost ({', '.join(state['away'])})" + (
+                    f"; resume with `rlpipe train --resume {cfg.run_dir}`" if cfg.run_dir else "")
             if state["restarts"]:
                 log.warning("process restarts in this run: %d (%s)", state["restarts"],
                             ", ".join(f"{k}: {v}" for k, v in sorted(state["restarted"].items())))
@@ -130,11 +130,9 @@ def _has_console(logger: logging.Logger) -> bool:
 def _backend_options(par: Any) -> Dict[str, Any]:
     backend = par.get("backend", "ray")
     if backend == "local":  # a learner-bound run: the learner keeps its CPU (docs/concepts.md)
-        if par.get("resources"):
-            raise ValueError("parallel.resources places Ray actors on cluster nodes; "
-                             "--backend local runs every process on this machine: drop it")
         nice = par.get("child_nice")  # a real-time collector keeps its priority (0)
-        return {"backend": backend, "child_nice": LOCAL_CHILD_NICE if nice is None else nice}
+        return {"backend": backend, "child_nice": LOCAL_CHILD_NICE if nice is None else nice,
+                "resources": par.get("resources")}
     return {"backend": backend, "resources": par.get("resources")}
 
 
