@@ -41,16 +41,16 @@ SETTINGS = ["policy.learn.update_per_collect=8", "policy.collect.n_sample=64",
             "policy.eval.evaluator.n_episode=2", "policy.eval.evaluator.eval_freq=64",
             "policy.model.hidden=(32, 32)", "env.stop_value=1e9"]
 LOST = "lost 1 collector(s) (collector 1)"
+PATIENCE_S = 300  # the most each step may take: Ray starts slowly on a loaded 2-core machine
 BACK = "collector(s) back: collector 1"
 
 
-def wait_for(what: str, check: Callable[[], bool], timeout: float, log: Path,
-             proc: subprocess.Popen) -> None:
-    deadline = time.monotonic() + timeout
+def wait_for(what: str, check: Callable[[], bool], log: Path, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + PATIENCE_S
     while not check():
         tail = log.read_text()[-3000:] if log.exists() else "(no log)"
         assert proc.poll() is None, f"{what}: the run ended (rc {proc.returncode}); log:\n{tail}"
-        assert time.monotonic() < deadline, f"{what}: not within {timeout:.0f} s; log:\n{tail}"
+        assert time.monotonic() < deadline, f"{what}: not within {PATIENCE_S} s; log:\n{tail}"
         time.sleep(0.3)
 
 
@@ -63,7 +63,8 @@ def rows(run_dir: Path) -> List[Dict[str, Any]]:
 
 
 @contextmanager
-def two_nodes(tmp_path: Path) -> Iterator[Tuple[List[Node], Callable[[], Node], Dict[str, str], int]]:
+def two_nodes(tmp_path: Path
+              ) -> Iterator[Tuple[List[Node], Callable[[], Node], Dict[str, str], int]]:
     """A head node (3 CPUs, resource `head_node`) and a second node (1 CPU, `worker_node`):
     yields the nodes, a function that starts another second node, the env and the head's port;
     stops every node by pid at the end and checks that none of their processes is left."""
@@ -127,38 +128,43 @@ def test_a_lost_node_s_collector_is_counted_lost_and_comes_back(tmp_path: Path) 
         proc = train(run_dir, port, env, 2, PLACES)
         try:
             wait_for("collector 1's samples", lambda: log.exists() and
-                     "first samples from collector collector_1" in log.read_text(), 120, log,
+                     "first samples from collector collector_1" in log.read_text(), log,
                      proc)
             assert any("Collector" in cmd for cmd in nodes[1].snapshot().values()), \
                 "collector 1 is not a process of the second node"
 
             nodes[1].kill()  # the second node dies mid-run
-            wait_for("the lost collector's warning", lambda: LOST in log.read_text(), 90, log,
+            wait_for("the lost collector's warning", lambda: LOST in log.read_text(), log,
                      proc)
             lost_at = rows(run_dir)[-1]
             wait_for("training on collector 0 alone", lambda: any(
                 r.get("collect/lost_workers") == 1 and r["collect/workers"] == 1
                 and r["collect/samples_from/collector_0"]
-                > lost_at["collect/samples_from/collector_0"] for r in rows(run_dir)), 60, log,
+                > lost_at["collect/samples_from/collector_0"] for r in rows(run_dir)), log,
                 proc)
 
             back = second_node()  # the node joins again
-            wait_for("collector 1 back", lambda: BACK in log.read_text(), 120, log, proc)
+            wait_for("collector 1 back", lambda: BACK in log.read_text(), log, proc)
             wait_for("collector 1's samples after its return", lambda: any(
                 r["collect/workers"] == 2 and r.get("collect/samples_from/collector_1", 0)
-                > lost_at["collect/samples_from/collector_1"] for r in rows(run_dir)), 60, log,
+                > lost_at["collect/samples_from/collector_1"] for r in rows(run_dir)), log,
                 proc)
             assert any("Collector" in cmd for cmd in back.snapshot().values()), \
                 "collector 1 was not re-created on the new node"
 
             proc.send_signal(signal.SIGINT)
-            out, err = proc.communicate(timeout=120)
+            out, err = proc.communicate(timeout=PATIENCE_S)
         finally:
             stopped(proc)
     assert proc.returncode == 130, err[-3000:]
     text = log.read_text()
     assert text.count(LOST) == 1 and text.count(BACK) == 1
-    assert "not started after" not in text  # every process started, and was seen to
+    # once every process has shown it runs, none is said to be "not started" (under load a
+    # slow start may rightly be warned about before that)
+    up = max(text.index(mark) for mark in ("first samples from collector collector_0",
+                                           "first samples from collector collector_1",
+                                           "evaluator process)"))
+    assert "not started after" not in text[up:]
     assert "lost: collector 1 (back: collector 1)" in err.splitlines()
     last = rows(run_dir)[-1]
     assert last["collect/lost_workers"] == 1 and last["collect/workers"] == 2
@@ -172,10 +178,10 @@ def test_a_run_whose_every_collector_is_lost_stops_resumable(tmp_path: Path) -> 
                      "{'collector 0': 'worker_node', 'evaluator': 'head_node'}")
         try:
             wait_for("collector 0's samples", lambda: log.exists() and
-                     "first samples from collector collector_0" in log.read_text(), 120, log,
+                     "first samples from collector collector_0" in log.read_text(), log,
                      proc)
             nodes[1].kill()  # the node of the only collector dies
-            out, err = proc.communicate(timeout=120)
+            out, err = proc.communicate(timeout=PATIENCE_S)
         finally:
             stopped(proc)
     assert proc.returncode == 0, err[-3000:]
