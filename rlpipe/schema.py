@@ -321,6 +321,8 @@ RUN_KEYS: Dict[str, Key] = {
                                count(1, "queued trajectory batches", optional=True)),
     "parallel.backend": key("ray", "'ray' (actors, one machine or a cluster) or 'local' (child "
                             "processes)"),
+    "parallel.resources": key(None, "Ray: processes placed on nodes by custom resource, e.g. "
+                              "{'collector 1': 'worker_node'} (None: wherever Ray has room)"),
     "parallel.child_nice": key(None, "CPU priority offset of the local backend's children (None: "
                                "10; 0 for a real-time collector that must keep its clock)",
                                count(0, "CPU priority offset of local child processes",

@@ -2,7 +2,9 @@
 
 `Hub` holds bounded named queues, versioned blobs, counters, the run-wide finish flag, the
 restart count and the members that joined (`rlpipe worker` collectors of a served hub, which
-beat every second; one silent for `lost_after_s` is counted lost). Its methods are coroutines: `rlpipe.engine.parallel` runs it as an async Ray
+beat every second; one silent for `lost_after_s` is counted lost). A launcher that supervises
+its processes itself reports the ones it lost (`note_lost`: dead, and no replacement in sight)
+and those that came back (`note_back`). Its methods are coroutines: `rlpipe.engine.parallel` runs it as an async Ray
 actor (one event loop, so every method is atomic and waits never block other callers);
 `local_links` runs it on an event loop thread in this process (tests, examples).
 """
@@ -29,6 +31,7 @@ class Hub:
         self._lost_after_s = float(lost_after_s)
         self._members: Dict[str, float] = {}  # member -> hub time of its last beat
         self._lost: List[str] = []
+        self._away: List[str] = []  # lost and not back (yet)
         self._joined = 0
         self._queue_size = queue_size
         self._queues: Dict[str, Deque[Any]] = {}
@@ -137,6 +140,17 @@ class Hub:
         self._restarts[who] = self._restarts.get(who, 0) + 1
         return sum(self._restarts.values())
 
+    async def note_lost(self, who: str) -> int:
+        """Count process `who` lost until `note_back(who)`; returns how many were lost so far."""
+        self._lost.append(who)
+        self._away.append(who)
+        return len(self._lost)
+
+    async def note_back(self, who: str) -> None:
+        """Process `who`, counted lost, runs again."""
+        if who in self._away:
+            self._away.remove(who)
+
     async def join(self, member: str) -> int:
         """Add `member` (a collector started by a worker) to the run; returns its index
         (0, 1, ... in the order they joined: its seed). A name already live is refused."""
@@ -168,14 +182,17 @@ class Hub:
             if now - seen > self._lost_after_s:
                 del self._members[member]
                 self._lost.append(member)
+                self._away.append(member)
 
     async def state(self) -> Dict[str, Any]:
         """Counters, finish flag, blob versions, queue lengths, restarts (total and by process),
-        live `members`, `lost` members (in the order they were found silent) and `joined`."""
+        live `members`, `lost` members (in the order they were found silent or reported lost),
+        `away` (those of `lost` not back) and `joined`."""
         self._sweep()
         return {"counters": dict(self._counters), "finished": self._finished,
                 "versions": {k: v[0] for k, v in self._blobs.items()},
                 "queues": {k: len(q) for k, q in self._queues.items()},
                 "restarts": sum(self._restarts.values()), "restarted": dict(self._restarts),
                 "members": sorted(self._members), "lost": list(self._lost),
+                "away": list(self._away),
                 "joined": self._joined}

@@ -24,6 +24,10 @@ STATUS = "status"
 """The blob whose info `launch(on_poll=...)` hands the driver (`Link.publish(STATUS, None, info)`)."""
 INSTALL_HINT = 'pip install "rlpipe[ray]"'
 STARTUP_WARNING_S = 60.0
+LOST_AFTER_S = 10.0
+"""A dead collector whose replacement process is not up this long after its death is counted
+lost (`Hub.note_lost`): Ray has no room for it, typically because its node is gone. A killed
+process is back within a few seconds; the count goes down again when it does come back."""
 
 
 class RayNotInstalledError(ImportError):
@@ -113,6 +117,8 @@ class _Member:
     future: Any = None
     attempt: int = 0
     restarting: bool = False
+    died_at: Optional[float] = None  # when its last death was seen, while it is restarting
+    lost: bool = False  # counted lost in the hub (restarting for longer than LOST_AFTER_S)
 
 
 def _ray_up(ray: Any, address: Optional[str], init_options: Optional[Mapping[str, Any]]) -> bool:
@@ -131,13 +137,32 @@ def _ray_up(ray: Any, address: Optional[str], init_options: Optional[Mapping[str
     return True
 
 
+def _placements(collectors: int, evaluator: bool,
+                resources: Optional[Mapping[str, str]]) -> Dict[str, Dict[str, Any]]:
+    """Actor options that put the named processes ("collector 1", "evaluator") on the nodes
+    holding a custom resource (`ray start --resources '{"NAME": 1}'`)."""
+    names = [f"collector {i}" for i in range(collectors)] + (["evaluator"] if evaluator else [])
+    placed: Dict[str, Dict[str, Any]] = {}
+    for who, resource in (resources or {}).items():
+        if who not in names:
+            raise ValueError(f"launch(resources=...) (parallel.resources) places {who!r}, which "
+                             f"is no process of this run; name one of {names}")
+        if not isinstance(resource, str) or not resource:
+            raise ValueError(f"launch(resources=...): {who!r} must map to the name of a custom "
+                             f"resource (as in `ray start --resources`), got {resource!r}")
+        placed[who] = {"resources": {resource: 0.001}}  # any node that has it, however little
+    return placed
+
+
 def launch_ray(main: Callable[..., Any], collectors: int, evaluator: bool,
                address: Optional[str], args: Sequence[Any], kwargs: Mapping[str, Any],
                queue_size: int, max_restarts: int, num_cpus: Optional[float],
                init_options: Optional[Mapping[str, Any]], grace_s: float,
-               on_poll: Optional[Callable[[Dict[str, Any]], None]] = None) -> Any:
+               on_poll: Optional[Callable[[Dict[str, Any]], None]] = None,
+               resources: Optional[Mapping[str, str]] = None) -> Any:
     """See `rlpipe.engine.parallel.launch(backend="ray")`."""
     ray = _import_ray()
+    placed = _placements(collectors, evaluator, resources)
     driver_task = global_task()
 
     started = _ray_up(ray, address, init_options)
@@ -148,22 +173,26 @@ def launch_ray(main: Callable[..., Any], collectors: int, evaluator: bool,
         n_actors = 1 + collectors + int(evaluator)
         if num_cpus is None:  # 1 each, or an equal share when the cluster has fewer CPUs
             num_cpus = min(1.0, ray.cluster_resources().get("CPU", 1.0) / n_actors)
-        hub = ray.remote(Hub).options(num_cpus=0, max_concurrency=1000).remote(queue_size)
+        # the hub lives beside the learner: a node lost with it would end the run
+        hub = ray.remote(Hub).options(num_cpus=0, max_concurrency=1000,
+                                      **_driver_node(ray)).remote(queue_size)
         layout = [(Role.LEARNER, 0, 0)] + [(Role.COLLECTOR, i, max_restarts) for i in range(collectors)]
         if evaluator:
             layout.append((Role.EVALUATOR, 0, max_restarts))
         for role, index, restarts in layout:
             cls = ray.remote(type(role.value.capitalize(), (_Process,), {}))
-            placement = _driver_node(ray) if role is Role.LEARNER else {}
+            name = f"collector {index}" if role is Role.COLLECTOR else role.value
+            placement = _driver_node(ray) if role is Role.LEARNER else placed.get(name, {})
             actor = cls.options(num_cpus=num_cpus, max_restarts=restarts, max_task_retries=0,
                                 **placement).remote(role.value, index, collectors, evaluator)
-            name = f"collector {index}" if role is Role.COLLECTOR else role.value
             members.append(_Member(name, role, actor))
         call = (hub, main, tuple(args), dict(kwargs))
+        # an actor runs its calls in order: a ping sent after run() would answer only at the end
+        pings = {m.actor.ping.remote(): m for m in members}
         for m in members:
             m.future = m.actor.run.remote(*call, 0)
         driver_task.finish = False  # a finish left over from an earlier run is no request
-        return _supervise(ray, hub, members, driver_task, max_restarts, call, on_poll)
+        return _supervise(ray, hub, members, driver_task, max_restarts, call, on_poll, pings)
     except KeyboardInterrupt:
         interrupted = True
         raise
@@ -183,17 +212,23 @@ def poll_state(ray: Any, hub: Any) -> Dict[str, Any]:
 
 def _supervise(ray: Any, hub: Any, members: List[_Member], driver_task: Any,
                max_restarts: int, call: Tuple[Any, ...],
-               on_poll: Optional[Callable[[Dict[str, Any]], None]] = None) -> Any:
+               on_poll: Optional[Callable[[Dict[str, Any]], None]] = None,
+               pings: Optional[Dict[Any, _Member]] = None) -> Any:
     """Wait for the learner; restart dead collectors/evaluator; pass a driver finish request on;
     call `on_poll(poll_state(...))` at every wake (every 0.5 s) and once more when the
-    learner has returned, so that it sees the run's last status.
+    learner has returned, so that it sees the run's last status. `pings`: one ping per
+    member, sent before its run(); a member whose ping has not answered `STARTUP_WARNING_S`
+    after this call has not started (a warning names it).
 
     A dead member is pinged (the ping waits while Ray restarts its process) and, once it
-    answers, runs `main()` again; if Ray gives up on it (`max_restarts`), it is gone."""
+    answers, runs `main()` again; if Ray gives up on it (`max_restarts`), it is gone. A
+    collector not back `LOST_AFTER_S` after its death (no node has room for it: its node is
+    gone) is counted lost in the hub, and back when its ping answers (a node joined); when
+    every collector is lost or gone, the run is finished as on a driver's finish request."""
     learner = members[0]
     live = {m.future: m for m in members}
     asked_to_finish = False
-    unstarted = {m.actor.ping.remote(): m for m in members}
+    unstarted = dict(pings or {})
     waited_since = time.monotonic()
     while True:
         ready, _ = ray.wait(list(live), num_returns=1, timeout=0.5)
@@ -212,6 +247,22 @@ def _supervise(ray: Any, hub: Any, members: List[_Member], driver_task: Any,
             asked_to_finish = True
             log.warning("finish requested (%s): the learner ends its iteration, then every actor "
                         "stops", driver_task.finish_reason or "task.finish set")
+            ray.get(hub.finish.remote())
+        for m in live.values():
+            if (m.restarting and not m.lost and m.role is Role.COLLECTOR
+                    and time.monotonic() - m.died_at > LOST_AFTER_S):
+                m.lost = True
+                ray.get(hub.note_lost.remote(m.name))
+                log.debug("%s: no process %.0f s after its death (its node is gone?); counted "
+                          "lost until Ray re-creates it", m.name, LOST_AFTER_S)
+        collectors = [m for m in members if m.role is Role.COLLECTOR]
+        if (not asked_to_finish and any(m.lost for m in collectors)
+                and all(m.lost or m.future not in live for m in collectors)):
+            asked_to_finish = True  # nothing would collect until a node joins: stop resumable
+            log.warning("every collector is lost (%s): no node has room to re-create them; the "
+                        "learner ends its iteration and writes its final checkpoint, then the run "
+                        "stops (resume it when the nodes are back)",
+                        ", ".join(m.name for m in collectors if m.lost))
             ray.get(hub.finish.remote())
         for future in ready:
             member = live.pop(future)
@@ -237,11 +288,17 @@ def _supervise(ray: Any, hub: Any, members: List[_Member], driver_task: Any,
                 log.warning("%s died (%s); Ray restarts it (its restart %d, %d in this run)",
                             member.name, _first_line(err), member.attempt, total)
                 member.restarting = True  # answers once its new process is up
+                member.died_at = time.monotonic()
                 member.future = member.actor.ping.options(max_task_retries=-1).remote()
                 live[member.future] = member
                 continue
             if member.restarting:
                 member.restarting = False
+                if member.lost:
+                    member.lost = False
+                    ray.get(hub.note_back.remote(member.name))
+                    log.debug("%s runs again (Ray re-created it on a node that has room)",
+                              member.name)
                 member.future = member.actor.run.remote(*call, member.attempt)
                 live[member.future] = member
             elif member is learner:

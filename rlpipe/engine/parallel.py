@@ -32,7 +32,8 @@ def launch(main: Callable[..., Any], collectors: int = 1, evaluator: bool = Fals
            init_options: Optional[Mapping[str, Any]] = None, grace_s: float = 20.0,
            backend: str = "ray", start_method: Optional[str] = None,
            child_nice: int = 0,
-           on_poll: Optional[Callable[[Dict[str, Any]], None]] = None) -> Any:
+           on_poll: Optional[Callable[[Dict[str, Any]], None]] = None,
+           resources: Optional[Mapping[str, str]] = None) -> Any:
     """Run `main(*args, **kwargs)` in a learner, `collectors` collectors and (with `evaluator`)
     an evaluator, each a Ray actor (`backend="ray"`) or, with `backend="local"`, the learner in
     this process and the others in child processes of this machine (no Ray needed; `address`,
@@ -55,9 +56,15 @@ def launch(main: Callable[..., Any], collectors: int = 1, evaluator: bool = Fals
       when there are more actors than CPUs). The learner runs on the driver's machine (it writes the
       run folder there); collectors and the evaluator go wherever Ray places them. Roles: see
       `link()` and `Task.serves`.
+    - `resources` (Ray only) places processes by name ("collector 1", "evaluator") on the
+      nodes that hold a custom resource: {"collector 1": "worker_node"} puts collector 1 on
+      a node started with `ray start --resources '{"worker_node": 1}'` (and re-creates it
+      only on such a node). The hub runs on the driver's node, beside the learner.
     - A collector or evaluator whose process dies is restarted by Ray (up to `max_restarts`
       times each) and runs `main()` again; the restart is logged and counted in the hub
-      (`link().state()["restarts"]`). An exception raised by `main()` in any actor ends the run
+      (`link().state()["restarts"]`). A collector with no new process 10 s after its death
+      (its node is gone and no other node has room for it) is counted lost in the hub
+      (`state()["lost"]`, `["away"]`) until Ray re-creates it, e.g. when a node joins. An exception raised by `main()` in any actor ends the run
       and is raised here. If the learner's process dies, `LearnerDiedError` is raised.
     - When the learner's `main()` returns, every other actor is told to finish (`Link.finished`);
       actors still running `grace_s` seconds later are killed. Setting `task.finish = True` in
@@ -81,6 +88,10 @@ def launch(main: Callable[..., Any], collectors: int = 1, evaluator: bool = Fals
     if queue_size is None:
         queue_size = max(collectors, 1)
     if backend == "local":
+        if resources:
+            raise ValueError("launch(resources=...) (parallel.resources) places Ray actors on "
+                             "cluster nodes; backend='local' runs every process on this "
+                             "machine: drop it")
         if on_poll is not None:
             raise ValueError("launch(on_poll=...) works with backend='ray'; with backend='local' "
                              "the learner runs in this process: show its progress there")
@@ -90,4 +101,4 @@ def launch(main: Callable[..., Any], collectors: int = 1, evaluator: bool = Fals
         raise ValueError(f"launch(backend={backend!r}): choose 'ray' (Ray actors, one machine "
                          f"or a cluster) or 'local' (child processes of this machine)")
     return launch_ray(main, collectors, evaluator, address, args, dict(kwargs or {}), queue_size,
-                      max_restarts, num_cpus, init_options, grace_s, on_poll)
+                      max_restarts, num_cpus, init_options, grace_s, on_poll, resources)

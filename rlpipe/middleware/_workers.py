@@ -6,14 +6,17 @@ logs: `parallel/weights_lag` (mean versions the batches' weights were behind),
 `collect/samples_from/<worker>`
 (env steps received from that collector so far), `collect/workers` (collectors there now) and
 `collect/lost_workers` (collectors whose node or process died: members of a served hub whose
-beats stopped). It asks the hub for its members at most once per `every_s` seconds, logs one
-info line at a collector's first samples and one warning line each time collectors are lost.
+beats stopped, or collectors of a Ray run that the launcher found dead with no replacement
+process in sight, e.g. their node is gone). It asks the hub at most once per `every_s` seconds,
+logs one info line at a collector's first samples, one warning line each time collectors are
+lost and one info line when lost collectors run again (Ray re-created them on a node that
+joined).
 """
 from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Dict, Mapping, Sequence
+from typing import Any, Dict, List, Mapping, Sequence
 
 log = logging.getLogger("rlpipe.middleware.exchange")
 
@@ -27,6 +30,7 @@ class WorkerCounts:
         self.samples: Dict[str, int] = {}
         self.workers = int(link.collectors)
         self.lost = 0
+        self.away: List[str] = []
         self._next_look = 0.0
 
     def update(self, messages: Sequence[Mapping[str, Any]], version: int) -> Dict[str, float]:
@@ -50,10 +54,17 @@ class WorkerCounts:
     def _look(self) -> None:
         state = self.link.state()
         lost = list(state.get("lost", []))
-        if state.get("joined"):  # a served hub: its collectors join and leave at will
-            self.workers = len(state.get("members", []))
+        away = list(state.get("away", []))
+        served = bool(state.get("joined"))  # a served hub: its collectors join and leave at will
+        self.workers = (len(state.get("members", [])) if served
+                        else int(self.link.collectors) - len(away))
         if len(lost) > self.lost:
-            log.warning("lost %d collector(s) (%s): no beat for a while, their node or process "
-                        "died; training goes on with %d", len(lost) - self.lost,
-                        ", ".join(lost[self.lost:]), self.workers)
-        self.lost = len(lost)
+            why = ("no beat for a while, their node or process died" if served else
+                   "dead, and Ray has not re-created them (their node is gone?)")
+            log.warning("lost %d collector(s) (%s): %s; training goes on with %d",
+                        len(lost) - self.lost, ", ".join(lost[self.lost:]), why, self.workers)
+        back = [who for who in self.away if who not in away]
+        if back:
+            log.info("collector(s) back: %s (Ray re-created them); training goes on with %d",
+                     ", ".join(back), self.workers)
+        self.lost, self.away = len(lost), away

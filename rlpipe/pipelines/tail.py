@@ -127,6 +127,10 @@ def format_summary(result: Dict[str, Any], stopped_by: Optional[str] = None) -> 
     if result.get("restarted"):  # processes of a distributed run that died and were restarted
         lines.append("restarted: " + ", ".join(f"{name} {n}x" for name, n in
                                                sorted(result["restarted"].items())))
+    if result.get("lost"):  # collectors whose node went (or that were silent) mid-run
+        back = [who for who in result["lost"] if who in result.get("back", ())]
+        lines.append(f"lost: {', '.join(result['lost'])}"
+                     + (f" (back: {', '.join(back)})" if back else " (not back)"))
     profile = result.get("profile")
     if profile is not None:
         lines += ["profile:", *("  " + row for row in str(profile).splitlines())]

@@ -88,8 +88,13 @@ def role_main(name: str, plain_cfg: Dict[str, Any]) -> Optional[Dict[str, Any]]:
             result["collectors"] = link.collectors
             result["collector_restarts"] = int(state["restarts"])
             result["restarted"] = dict(state["restarted"])  # by process: "evaluator", ...
+            result["lost"], result["lost_workers"] = list(state["lost"]), len(state["lost"])
+            result["back"] = [who for who in state["lost"] if who not in state["away"]]
+            if link.collectors and len(state["away"]) >= link.collectors:
+                result["ended_by"] = f"every collector lost ({', '.join(state['away'])})" + (
+                    f"; resume with `rlpipe train --resume {cfg.run_dir}`" if cfg.run_dir else "")
             if state["restarts"]:
-                log.warning("collector restarts in this run: %d (%s)", state["restarts"],
+                log.warning("process restarts in this run: %d (%s)", state["restarts"],
                             ", ".join(f"{k}: {v}" for k, v in sorted(state["restarted"].items())))
     finally:
         if reporter is not None:
@@ -126,8 +131,9 @@ def _backend_options(par: Any) -> Dict[str, Any]:
     backend = par.get("backend", "ray")
     if backend == "local":  # a learner-bound run: the learner keeps its CPU (docs/concepts.md)
         nice = par.get("child_nice")  # a real-time collector keeps its priority (0)
-        return {"backend": backend, "child_nice": LOCAL_CHILD_NICE if nice is None else nice}
-    return {"backend": backend}
+        return {"backend": backend, "child_nice": LOCAL_CHILD_NICE if nice is None else nice,
+                "resources": par.get("resources")}
+    return {"backend": backend, "resources": par.get("resources")}
 
 
 def run_distributed(name: str, cfg: Any, address: Optional[str] = None,

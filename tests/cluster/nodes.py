@@ -59,14 +59,14 @@ def alive(pids: Dict[int, str]) -> List[int]:
 
 
 class Node:
-    """One `ray start --block` node in temp dir `temp_dir`."""
+    """One `ray start --block` node in temp dir `temp_dir`, with `num_cpus` (logical) CPUs."""
 
     def __init__(self, ray: str, env: Dict[str, str], temp_dir: str, head_port: int,
-                 head: bool, resources: Optional[str] = None) -> None:
+                 head: bool, resources: Optional[str] = None, num_cpus: int = 1) -> None:
         ports = ["--node-manager-port", "--object-manager-port", "--dashboard-agent-listen-port",
                  "--dashboard-agent-grpc-port", "--runtime-env-agent-port", "--metrics-export-port"]
-        args = [ray, "start", "--num-cpus", "1", "--disable-usage-stats", "--temp-dir", temp_dir,
-                "--block"]
+        args = [ray, "start", "--num-cpus", str(num_cpus), "--disable-usage-stats", "--temp-dir",
+                temp_dir, "--block"]
         for flag in ports:
             args += [flag, str(free_port())]
         if head:

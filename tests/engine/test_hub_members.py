@@ -26,6 +26,41 @@ def test_join_beat_leave_and_lost() -> None:
     assert late == 2 and after["members"] == ["c-0"] and after["lost"] == ["a-0"]
 
 
+def test_lost_processes_reported_by_the_launcher_and_their_return() -> None:
+    async def scenario():
+        hub = Hub()
+        assert await hub.note_lost("collector 1") == 1
+        away = await hub.state()
+        await hub.note_back("collector 1")
+        return away, await hub.state()
+
+    away, back = asyncio.run(scenario())
+    assert away["lost"] == ["collector 1"] and away["away"] == ["collector 1"]
+    assert back["lost"] == ["collector 1"] and back["away"] == []
+
+
+def test_worker_counts_a_lost_collector_and_its_return(caplog) -> None:
+    learner, _, _, close = local_links(collectors=2)
+    try:
+        counts = WorkerCounts(learner, every_s=0.0)
+        with caplog.at_level(logging.INFO, "rlpipe"):
+            learner._t.call("note_lost", "collector 1")
+            lost = counts.update([], 1)
+            again = counts.update([], 1)
+            learner._t.call("note_back", "collector 1")
+            back = counts.update([], 1)
+        assert (lost["collect/workers"], lost["collect/lost_workers"]) == (1, 1)
+        assert (again["collect/workers"], again["collect/lost_workers"]) == (1, 1)
+        assert (back["collect/workers"], back["collect/lost_workers"]) == (2, 1)
+        said = [r.getMessage() for r in caplog.records if "collector 1" in r.getMessage()]
+        assert said == ["lost 1 collector(s) (collector 1): dead, and Ray has not re-created "
+                        "them (their node is gone?); training goes on with 1",
+                        "collector(s) back: collector 1 (Ray re-created them); training goes "
+                        "on with 2"]
+    finally:
+        close()
+
+
 def test_worker_counts_per_source_and_one_warning_per_loss(caplog) -> None:
     learner, _, _, close = local_links(collectors=2)
     try:

@@ -128,3 +128,19 @@ def test_without_ray_the_module_imports_and_launch_names_the_pip_command():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     lines = out.stdout.strip().splitlines()
     assert len(lines) == 2 and all('pip install "rlpipe[ray]"' in line for line in lines)
+
+
+def test_placements_name_processes_of_the_run_only():
+    from rlpipe.engine._ray import _placements
+
+    placed = _placements(2, True, {"collector 1": "worker_node", "evaluator": "head_node"})
+    assert placed == {"collector 1": {"resources": {"worker_node": 0.001}},
+                      "evaluator": {"resources": {"head_node": 0.001}}}
+    with pytest.raises(ValueError, match=r"'collector 2', which is no process of this run"):
+        _placements(2, False, {"collector 2": "worker_node"})
+    with pytest.raises(ValueError, match="'evaluator', which is no process"):
+        _placements(1, False, {"evaluator": "head_node"})
+    with pytest.raises(ValueError, match="name of a custom resource"):
+        _placements(1, False, {"collector 0": ""})
+    with pytest.raises(ValueError, match="backend='local'"):
+        parallel.launch(print, collectors=1, backend="local", resources={"collector 0": "x"})

@@ -61,3 +61,60 @@ def test_a_killed_evaluator_is_restarted_and_the_run_goes_on(tmp_path):
     assert "restarts in this run: 1 (evaluator: 1)" in log
     assert "restarted: evaluator 1x" in err.splitlines()  # the summary (on stderr) says it too
     assert json.loads(out.strip().splitlines()[-1])["env_step"] >= 6000
+
+
+def _ray_evaluator(driver):
+    """The pid of the Ray evaluator actor's process among the driver's descendants (the local
+    Ray that `rlpipe train` starts runs under it), or None while there is none."""
+    todo, seen = [driver], []
+    while todo:
+        pid = todo.pop()
+        try:
+            kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        except OSError:  # it ended meanwhile
+            continue
+        todo += [int(k) for k in kids]
+        seen += [int(k) for k in kids]
+    for pid in seen:
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"ray::Evaluator"):
+                return pid
+        except OSError:
+            continue
+    return None
+
+
+@pytest.mark.slow
+def test_a_killed_ray_evaluator_is_restarted_and_the_run_goes_on(tmp_path):
+    pytest.importorskip("ray")
+    run = RunDir(tmp_path / "run")
+    sets = [a for s in SMALL for a in ("--set", s)]
+    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+           "RAY_USAGE_STATS_ENABLED": "0"}
+    proc = subprocess.Popen([sys.executable, "-m", "rlpipe.cli", "train", "cartpole-dqn",
+                             "--run-dir", str(run.root), "--collectors", "1", "--evaluator",
+                             "--backend", "ray", "--max-env-steps", "6000", "--no-progress",
+                             *sets], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, cwd=str(REPO), start_new_session=True)
+    try:
+        deadline = time.monotonic() + 180
+        while not (run.log.is_file() and EVAL_LINE.search(run.log.read_text())):
+            assert proc.poll() is None and time.monotonic() < deadline, "no first evaluation"
+            time.sleep(0.1)
+        evaluator = _ray_evaluator(proc.pid)
+        assert evaluator is not None, "no ray::Evaluator process under the driver"
+        os.kill(evaluator, signal.SIGKILL)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)  # the driver and the local Ray it started
+            proc.wait()
+    assert proc.returncode == 0, err[-3000:]
+    log = run.log.read_text()
+    died = re.search(r"evaluator died \(.*\); Ray restarts it \(its restart 1, 1 in this run\)",
+                     log)
+    assert died, log[-3000:]
+    assert EVAL_LINE.search(log[died.end():]), "the restarted evaluator never evaluated"
+    assert "restarts in this run: 1 (evaluator: 1)" in log
+    assert "restarted: evaluator 1x" in err.splitlines()  # the summary (on stderr) says it too
+    assert json.loads(out.strip().splitlines()[-1])["env_step"] >= 6000

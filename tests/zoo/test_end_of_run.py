@@ -244,3 +244,14 @@ def test_log_reads_in_time_order_and_eval_reports_the_checkpoints_counters(tmp_p
         assert (result["train_iter"], result["env_step"]) == (meta["train_iter"],
                                                               meta["env_step"])
         assert result["env_step"] > 0
+
+
+def test_summary_names_lost_collectors_and_those_back():
+    result = {"eval_value": 20.0, "best_eval_value": 30.0, "final_eval_iter": 9, "env_step": 10,
+              "train_iter": 9, "wall_time": 2.0, "run_dir": None}
+    assert "lost" not in format_summary(result)
+    lines = format_summary({**result, "lost": ["collector 1", "collector 2"],
+                            "back": ["collector 2"]}).splitlines()
+    assert "lost: collector 1, collector 2 (back: collector 2)" in lines
+    lines = format_summary({**result, "lost": ["collector 1"], "back": []}).splitlines()
+    assert "lost: collector 1 (not back)" in lines
