@@ -23,6 +23,9 @@ it ends with; with an evaluator process, the learner publishes them marked final
 its evaluation of them (unless that process ended the run at stop_value: its last evaluation is
 then the run's). The learner logs the evaluator process's evaluations, with its own env step.
 
+DI-engine's `ContextExchanger` and `ModelExchanger(model)` are, in a launched process, the two
+halves of an Exchange over that model (end of this module).
+
 A collector acts only with the learner's weights (also after `--resume`). Trajectories pass
 through an optional pair of user functions, `compressor(trajectories) -> payload` on the collector and
 `decompressor(payload) -> trajectories` on the learner (as TMRL's sample compressor).
@@ -388,8 +391,8 @@ class _ModelHolder:
     def model(self) -> torch.nn.Module:
         if self.network is None:
             raise RuntimeError("ContextExchanger in a launched process ships the weights of "
-                               "ModelExchanger(model): task.use(ModelExchanger(model)) in the "
-                               "same pipeline")
+                               "ModelExchanger(model), and this pipeline has none: add "
+                               "task.use(ModelExchanger(model)) after it")
         return self.network
 
 
