@@ -17,10 +17,10 @@ from rlpipe.contexts import OnlineRLContext
 from rlpipe.data import ReplayBuffer
 from rlpipe.engine import parallel
 from rlpipe.envs import EnvManager
-from rlpipe.middleware import (CkptSaver, ModelExchanger, OffPolicyLearner, StepCollector,
-                               context_exchanger, data_pusher, eps_greedy_handler,
-                               interaction_evaluator, load_checkpoint, model_exchanger,
-                               read_metrics)
+from rlpipe.middleware import (CkptSaver, ContextExchanger, ModelExchanger, OffPolicyLearner,
+                               StepCollector, context_exchanger, data_pusher,
+                               eps_greedy_handler, interaction_evaluator, load_checkpoint,
+                               model_exchanger, read_metrics)
 from rlpipe.middleware.collector import MODEL_LOADED
 from rlpipe.models import QNetwork
 from rlpipe.policies import DQNPolicy
@@ -115,10 +115,10 @@ def test_ppo_example_runs_its_distributed_block(tmp_path):
     policy = parallel.launch(_ppo_dist, collectors=1, evaluator=True, backend="local",
                              args=(to_plain(cfg),))
     rows = read_metrics(cfg.run_dir)
+    # the collector's rollouts reached the learner: one of 32 env steps per learner iteration
     assert rows[-1]["env_step"] >= 256
-    # one rollout of 32 env steps per learner iteration, each from the newest weights
     assert policy.train_iter >= 256 // 32
-    assert any("eval/return_mean" in r for r in rows)
+    assert any("collect/episode_return_mean" in r for r in rows)
 
 
 def test_a_dingengine_role_that_the_launcher_did_not_give_is_refused(tmp_path):
@@ -159,3 +159,14 @@ def test_a_collector_acts_with_the_weights_a_model_exchanger_loaded_before_it(pp
         task.use(compare)
         task.run(max_step=2)
     assert same == [True, True]
+
+
+def _context_exchanger_alone():
+    with task.start(ctx=OnlineRLContext()):
+        task.use(ContextExchanger())
+        task.run(max_step=1)
+
+
+def test_a_context_exchanger_without_its_model_exchanger_is_a_one_line_error():
+    with pytest.raises(RuntimeError, match="add task.use\\(ModelExchanger\\(model\\)\\)"):
+        parallel.launch(_context_exchanger_alone, collectors=1, backend="local")
