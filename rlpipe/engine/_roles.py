@@ -34,8 +34,19 @@ class RolesMixin:
     _roles: Set[Role]
 
     def add_role(self, role: "Role | str") -> "RolesMixin":
-        """Declare a role of this process (a single process adds none and serves every role)."""
-        self._roles.add(Role.parse(role))
+        """Declare a role of this process (a single process adds none and serves every role).
+        In a process started by `parallel.launch` the launcher gave the roles: adding another
+        is an error, since no other process would then play this one's."""
+        from ._link import link
+
+        parsed = Role.parse(role)
+        current = link()
+        if current is not None and parsed not in current.roles and parsed is not Role.FETCHER:
+            raise ValueError(f"add_role({parsed.value!r}): this process was launched as the "
+                             f"{current.name} (roles {sorted(r.value for r in current.roles)}); "
+                             f"a DI-engine script's node 1 is the evaluator, so launch it with "
+                             f"evaluator=True (task.router.node_id numbers it so)")
+        self._roles.add(parsed)
         return self
 
     def has_role(self, role: "Role | str") -> bool:

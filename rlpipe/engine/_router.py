@@ -21,16 +21,18 @@ class Router:
 
     @property
     def node_id(self) -> int:
-        """0 for the learner and a single process; collectors 1..N; the evaluator N + 1.
+        """0 for the learner and a single process; 1 for the evaluator process; collectors
+        after it (from 2 with an evaluator process, else from 1).
 
-        (DI-engine's numbering is whatever its launcher gave; its scripts compare with 0 for
-        the learner, which holds here.)"""
+        DI-engine's launcher numbers processes in start order, and its example scripts
+        (ppo.py, dqn_dist.py) make node 0 the learner and node 1 the evaluator; the numbering
+        here follows them, so launch such a script with `evaluator=True`."""
         current = link()
         if current is None or current.role is Role.LEARNER:
             return 0
-        if current.role is Role.COLLECTOR:
-            return 1 + int(current.index)
-        return 1 + int(current.collectors)
+        if current.role is Role.EVALUATOR:
+            return 1
+        return 1 + int(current.evaluator) + int(current.index)
 
     def __repr__(self) -> str:
         return f"Router(is_active={self.is_active}, node_id={self.node_id})"

@@ -6,7 +6,8 @@ from .ckpt import (CkptSaver, NonFiniteStateError, final_ctx_saver, load_checkpo
                    restore_checkpoint)
 from .collector import EpisodeCollector, StepCollector, inferencer, rolloutor
 from .evaluator import evaluate_episodes, interaction_evaluator
-from .exchange import ContextExchanger, Exchange, ModelExchanger
+from .exchange import (ContextExchanger, Exchange, ModelExchanger, context_exchanger,
+                       model_exchanger)
 from .exploration import (PerEnvStep, eps_greedy_handler, eps_greedy_masker, epsilon_schedule,
                           kwargs_at)
 from .learner import NonFiniteLossError, OffPolicyLearner, trainer
@@ -36,6 +37,7 @@ __all__ = [
     "StepCollector",
     "WandbSink",
     "concat_steps",
+    "context_exchanger",
     "data_pusher",
     "eps_greedy_handler",
     "eps_greedy_masker",
@@ -49,6 +51,7 @@ __all__ = [
     "load_checkpoint",
     "log_run_videos",
     "make_acting",
+    "model_exchanger",
     "multistep_trainer",
     "nstep_reward_enhancer",
     "offline_data_fetcher",

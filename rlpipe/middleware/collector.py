@@ -99,6 +99,11 @@ class _LazyActing:
         return self.acting
 
 
+MODEL_LOADED = "model_loaded"
+"""Emitted where weights from another process were loaded into a policy's network (DI-engine's
+ModelExchanger in a launched collector): StepCollector refreshes its acting copy before it
+next acts, so that it collects with them."""
+
 _WRITES = ("trajectories", "trajectory_end_idx", "episode_info", "env_step", "env_episode",
            "obs", "action", "inference_output")
 
@@ -132,6 +137,13 @@ class StepCollector:
         self.max_env_step = max_env_step
         self.acting = make_acting(policy, env, cursor, _warmup(cfg, random_collect_size))
         self.random_collect_size = self.acting.random_collect_size
+
+    def attach(self, task: Any) -> None:
+        """Called by `task.use`: listen for weights loaded from another process."""
+        task.on(MODEL_LOADED, self._weights_loaded)
+
+    def _weights_loaded(self, *args: Any) -> None:
+        self.acting.refreshed = False  # refresh before the next collection
 
     def __call__(self, ctx: OnlineRLContext):
         acting = self.acting

@@ -23,6 +23,9 @@ it ends with; with an evaluator process, the learner publishes them marked final
 its evaluation of them (unless that process ended the run at stop_value: its last evaluation is
 then the run's). The learner logs the evaluator process's evaluations, with its own env step.
 
+DI-engine's `ContextExchanger` and `ModelExchanger(model)` are, in a launched process, the two
+halves of an Exchange over that model (end of this module).
+
 A collector acts only with the learner's weights (also after `--resume`). Trajectories pass
 through an optional pair of user functions, `compressor(trajectories) -> payload` on the collector and
 `decompressor(payload) -> trajectories` on the learner (as TMRL's sample compressor).
@@ -32,6 +35,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import weakref
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
 
 import torch
@@ -42,6 +46,7 @@ from rlpipe.engine import parallel
 
 from ._cfg import setting
 from ._workers import WorkerCounts
+from .collector import MODEL_LOADED
 from .evaluator import FINAL_EVAL
 from .remote_eval import EVALUATIONS, EVALUATOR_EXITS, RemoteEvaluations, TakeEvaluations
 
@@ -364,15 +369,102 @@ class Exchange:
         return f"<Exchange of the {self.link.name}>"
 
 
-def _single_process_exchanger(name: str, what: str) -> Callable:
-    """DI-engine's exchangers sync the context or the model between its processes. In one
-    process there is nothing to sync: a no-op that says so once. In a process started by
-    `parallel.launch` they cannot stand in for `Exchange`, which needs the config and the whole
-    policy (not only its model): a one-line error says what to use."""
-    if parallel.link() is not None:
-        raise TypeError(f"{name}: in a process started by rlpipe.engine.parallel.launch, use "
-                        f"rlpipe.middleware.Exchange(cfg, policy) instead (task.use(ex.receive) first, "
-                        f"task.use(ex.send) after the learner); it ships {what} and more")
+# DI-engine's exchangers ------------------------------------------------------------------------
+# DI-engine's scripts sync a launched process with two middleware: `ContextExchanger` (the
+# collectors' trajectories and counters to the learner, its train_iter back) and
+# `ModelExchanger(model)` (the learner's weights to the others). In a process started by
+# `parallel.launch` the pair is one `Exchange` over the network given to `ModelExchanger`, cut
+# where DI-engine cuts it: the context half carries the data, the model half the weights. Both
+# follow DI-engine's pace: the learner publishes after every iteration and a collector waits
+# for weights newer than those it collected with (`Exchange(on_policy=True)`).
+
+_CONTEXT_KEYS = frozenset({"trajectories", "episodes", "env_step", "env_episode", "train_iter"})
+
+
+class _ModelHolder:
+    """The "policy" whose `model` the exchanger pair ships: the network of ModelExchanger."""
+
+    def __init__(self) -> None:
+        self.network: Optional[torch.nn.Module] = None
+
+    @property
+    def model(self) -> torch.nn.Module:
+        if self.network is None:
+            raise RuntimeError("ContextExchanger in a launched process ships the weights of "
+                               "ModelExchanger(model), and this pipeline has none: add "
+                               "task.use(ModelExchanger(model)) after it")
+        return self.network
+
+
+class _DingPair:
+    """The Exchange parts of one launched process's ContextExchanger and ModelExchanger."""
+
+    def __init__(self, link: Any) -> None:
+        self.link = link
+        self.holder = _ModelHolder()
+        self.shared = _Shared(link, self.holder, ["model"])
+        self.publish = PublishWeights(self.shared, 1)
+
+    def context(self) -> Callable:
+        s, role = self.shared, self.link.role
+        if role is Role.LEARNER:  # waits for the next collector batch, first publishes weights
+            return ReceiveTrajectories(s, self.publish, None, 1)
+        if role is Role.COLLECTOR:
+            send = SendTrajectories(s, None)
+
+            @contract(reads_after=("trajectories", "env_step", "env_episode", "episode_info"),
+                      role=Role.COLLECTOR)
+            def ContextExchanger(ctx: Any) -> Any:  # noqa: N802 - the name DI-engine users see
+                yield
+                send(ctx)
+            return ContextExchanger
+        send_eval = SendEvaluation(s)
+
+        @contract(reads_after=("last_eval_iter", "eval_value", "eval_output", "train_iter"),
+                  role=Role.EVALUATOR)
+        def ContextExchanger(ctx: Any) -> Any:  # noqa: N802
+            yield
+            send_eval(ctx)
+        return ContextExchanger
+
+    def model(self, model: torch.nn.Module) -> Callable:
+        self.holder.network = model
+        s, role = self.shared, self.link.role
+        if role is Role.LEARNER:
+            publish = self.publish
+
+            @contract(reads_after=("train_iter", "env_step", "env_episode"), role=Role.LEARNER)
+            def ModelExchanger(ctx: Any) -> Any:  # noqa: N802
+                yield
+                publish.publish(ctx)  # every iteration, trained or not, as DI-engine sends
+            return ModelExchanger
+        if role is Role.COLLECTOR:
+            receive = ReceiveWeights(s, on_policy=True)
+
+            @contract(reads=("env_step", "env_episode"), writes=("env_step",),
+                      role=Role.COLLECTOR, finishes=True, emits=(MODEL_LOADED,))
+            def ModelExchanger(ctx: Any) -> None:  # noqa: N802
+                version = s.version
+                receive(ctx)
+                if s.version != version:
+                    current_task().emit(MODEL_LOADED)
+            return ModelExchanger
+        return ReceiveWeightsToEvaluate(s)
+
+
+_PAIRS: "weakref.WeakKeyDictionary[Any, _DingPair]" = weakref.WeakKeyDictionary()
+
+
+def _pair(link: Any) -> _DingPair:
+    """This process's exchanger pair (the two halves share the weight version and counters)."""
+    pair = _PAIRS.get(link)
+    if pair is None:
+        pair = _PAIRS[link] = _DingPair(link)
+    return pair
+
+
+def _single_process(name: str, what: str) -> Callable:
+    """In one process there is nothing to sync: a no-op that says so once."""
     log.info("%s: a single-process run shares %s already: this middleware does nothing", name,
              what)
 
@@ -385,16 +477,57 @@ def _single_process_exchanger(name: str, what: str) -> Callable:
 
 
 def ContextExchanger(skip_n_iter: int = 1, storage_loader: Any = None) -> Callable:  # noqa: N802
-    """DI-engine's context sync between processes: a logged no-op in a single process (see
-    `_single_process_exchanger`); `Exchange` carries the counters of a launched run."""
-    return _single_process_exchanger("ContextExchanger", "the context")
+    """DI-engine's context sync: a logged no-op in a single process; in a launched one the
+    data half of an Exchange (see above). A collector here waits for weights, not for the
+    context, so `skip_n_iter` changes nothing; `storage_loader` (DI-engine's file transport)
+    is refused."""
+    if storage_loader is not None:
+        raise ValueError("ContextExchanger(storage_loader=...): rlpipe ships trajectories "
+                         "through the run's hub; to shrink them pass Exchange(cfg, policy, "
+                         "compressor=..., decompressor=...) instead")
+    current = parallel.link()
+    if current is None:
+        return _single_process("ContextExchanger", "the context")
+    return _pair(current).context()
 
 
 def ModelExchanger(model: Any, model_loader: Any = None) -> Callable:  # noqa: N802
-    """DI-engine's model sync between processes: a logged no-op in a single process (see
-    `_single_process_exchanger`); `Exchange` carries the weights of a launched run."""
-    return _single_process_exchanger("ModelExchanger", "the model's weights")
+    """DI-engine's model sync: a logged no-op in a single process; in a launched one the
+    weights half of an Exchange over `model` (the network the policy trains)."""
+    if model_loader is not None:
+        raise ValueError("ModelExchanger(model, model_loader=...): rlpipe ships weights through "
+                         "the run's hub; leave model_loader out")
+    current = parallel.link()
+    if current is None:
+        return _single_process("ModelExchanger", "the model's weights")
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"ModelExchanger(model): the model must be the torch.nn.Module the "
+                        f"policy trains, got a {type(model).__name__}")
+    return _pair(current).model(model)
+
+
+def context_exchanger(send_keys: Optional[Iterable[str]] = None,
+                      recv_keys: Optional[Iterable[str]] = None,
+                      skip_n_iter: int = 1) -> Callable:
+    """DI-engine's functional ContextExchanger. What each role sends is fixed (collectors:
+    trajectories, episodes and counters; the learner: train_iter and env_step), so the keys
+    are only checked against it: a key rlpipe does not ship is a one-line error."""
+    for arg, keys in (("send_keys", send_keys), ("recv_keys", recv_keys)):
+        unknown = sorted(set(keys or ()) - _CONTEXT_KEYS)
+        if unknown:
+            raise ValueError(f"context_exchanger({arg}=...): rlpipe does not ship {unknown}; "
+                             f"the context keys exchanged are {sorted(_CONTEXT_KEYS)}")
+    return ContextExchanger(skip_n_iter)
+
+
+def model_exchanger(model: Any, is_learner: bool = False) -> Callable:
+    """DI-engine's functional ModelExchanger; `is_learner` must match this process's role."""
+    current = parallel.link()
+    if current is not None and bool(is_learner) != (current.role is Role.LEARNER):
+        raise ValueError(f"model_exchanger(model, is_learner={is_learner}): this process is the "
+                         f"{current.name}; pass is_learner={current.role is Role.LEARNER}")
+    return ModelExchanger(model)
 
 
 __all__ = ["EVALUATOR_EXITS", "ContextExchanger", "Exchange", "ModelExchanger",
-           "load_module_weights", "module_weights"]
+           "context_exchanger", "load_module_weights", "model_exchanger", "module_weights"]

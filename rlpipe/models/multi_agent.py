@@ -113,6 +113,8 @@ class MultiAgentActorCritic(nn.Module):
             raise ValueError(f"MultiAgentActorCritic: n_agents must be >= 1, got {n_agents}")
         A = self.n_agents = int(n_agents)
         self.critic_input = critic_input
+        # read by a policy given this network (DI-engine's `Policy(cfg, model=model)`)
+        self.obs_space, self.action_space, self.state_space = obs_space, action_space, state_space
         self.head: Optional[ActionHead] = None  # logits head (Discrete / Multi*), else Gaussian
         if isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1:
             out_dim = int(action_space.shape[0])

@@ -36,7 +36,7 @@ from rlpipe.models.multi_agent import MultiAgentActorCritic, agent_rows
 from rlpipe.schema import count, extend, key, positive
 
 from ._agents import agent_action_mask, present_mask, zero_absent
-from ._common import adam, clone_state, hard_update, resolve_device
+from ._common import adam, clone_state, hard_update, model_spaces, resolve_device
 from ._masks import masked_categorical, masked_mode
 from ._ppo_loss import ppo_terms
 from .base import Policy, _CollectFace
@@ -114,13 +114,26 @@ class MAPPOPolicy(Policy):
             collect=dict(device=key("cpu", "where the acting copy lives")),
         )
 
-    def __init__(self, cfg: Mapping | None, obs_space: gym.Space, action_space: gym.Space, *,
-                 n_agents: int, state_space: Optional[gym.Space] = None) -> None:
+    def __init__(self, cfg: Mapping | None, obs_space: Optional[gym.Space] = None,
+                 action_space: Optional[gym.Space] = None, *, n_agents: Optional[int] = None,
+                 state_space: Optional[gym.Space] = None,
+                 model: Optional[nn.Module] = None) -> None:
+        """`(cfg, obs_space, action_space, n_agents=, state_space=)` builds the network from
+        `cfg.model`; DI-engine's `(cfg, model=MultiAgentActorCritic(...))` trains the given one
+        (spaces, agent count and critic input come from it, or are checked against it)."""
+        who = type(self).__name__
+        if model is not None:
+            obs_space, action_space, n_agents, state_space = self._model_layout(
+                model, obs_space, action_space, n_agents, state_space)
+        elif obs_space is None or action_space is None or n_agents is None:
+            raise TypeError(f"{who} needs (cfg, obs_space, action_space, n_agents=..., "
+                            f"state_space=...) or (cfg, model=...) with an "
+                            f"rlpipe.models.MultiAgentActorCritic built for the env")
         super().__init__(cfg, obs_space, action_space)
         c = self.cfg
         self._check_cfg()
         self.n_agents, self.state_space = int(n_agents), state_space
-        critic = c.model.critic_input
+        critic = c.model.critic_input if model is None else model.critic_input
         if critic == "auto":
             critic = "state" if state_space is not None else "concat_obs"
         self.critic_input = critic
@@ -137,7 +150,7 @@ class MAPPOPolicy(Policy):
             if c.seed is not None:
                 torch.manual_seed(c.seed)
             m = c.model
-            self.model = MultiAgentActorCritic(
+            self.model = model if model is not None else MultiAgentActorCritic(
                 obs_space, action_space, self.n_agents, m.hidden, _ACTIVATIONS[m.activation],
                 critic_input=critic, state_space=state_space, **{k: m[k] for k in _MODEL_KEYS})
         self.model.to(self.device)
@@ -152,6 +165,32 @@ class MAPPOPolicy(Policy):
         self._learn_rng = torch.Generator().manual_seed(seed + 1)
         self._lock = threading.Lock()  # a learn step's weight update vs refresh / eval / state
         self._collect_face = _MultiAgentCollectFace(self)
+
+    @classmethod
+    def _model_layout(cls, model: nn.Module, obs_space: Optional[gym.Space],
+                      action_space: Optional[gym.Space], n_agents: Optional[int],
+                      state_space: Optional[gym.Space]) -> tuple:
+        """(obs_space, action_space, n_agents, state_space) of a given network; what the caller
+        passes as well must agree with it."""
+        who = cls.__name__
+        if not isinstance(model, MultiAgentActorCritic):
+            raise TypeError(f"{who}(cfg, model=...): the model must be an "
+                            f"rlpipe.models.MultiAgentActorCritic (the policy calls its actor, "
+                            f"critic and value normalisation), got a {type(model).__name__}")
+        obs_space, action_space = model_spaces(model, obs_space, action_space, who)
+        if n_agents is not None and int(n_agents) != model.n_agents:
+            raise ValueError(f"{who}(cfg, n_agents={n_agents}, model=...): the model was built "
+                             f"for {model.n_agents} agents; build it with the env's n_agents")
+        if state_space is not None and state_space != model.state_space:
+            raise ValueError(f"{who}(cfg, state_space=..., model=...): the model was built for "
+                             f"state_space {model.state_space}, not {state_space}; build it "
+                             f"with the env's state_space")
+        allowed = [k for k in cls.critic_inputs if k != "auto"]
+        if model.critic_input not in allowed:
+            raise ValueError(f"{who}(cfg, model=...): the model's critic_input is "
+                             f"{model.critic_input!r}, but {who}'s critic reads one of {allowed}; "
+                             f"build MultiAgentActorCritic(..., critic_input={allowed[0]!r})")
+        return obs_space, action_space, model.n_agents, model.state_space
 
     def _check_cfg(self) -> None:
         learn, model, name = self.cfg.learn, self.cfg.model, type(self).__name__
