@@ -12,7 +12,7 @@ import threading
 from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from ._hub import Hub
-from ._roles import Role
+from ._roles import Role, set_launched_roles
 
 __all__ = ["Link", "LoopTransport", "Transport", "Update", "link", "local_links", "set_link"]
 
@@ -28,6 +28,8 @@ def set_link(value: Optional["Link"]) -> None:
     """Make `value` this process's `link()` (the launchers call it; None: a single process)."""
     global _LINK
     _LINK = value
+    set_launched_roles(None if value is None else value.name,
+                       () if value is None else value.roles)
 
 
 @dataclasses.dataclass(frozen=True)

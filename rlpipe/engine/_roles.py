@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import enum
-from typing import FrozenSet, Set
+from typing import FrozenSet, Iterable, Optional, Set, Tuple
 
 
 class Role(str, enum.Enum):
@@ -28,6 +28,17 @@ class Role(str, enum.Enum):
                              ) from None
 
 
+#: (process name, roles) given by `parallel.launch` to this process; None in a single process.
+_LAUNCHED: Optional[Tuple[str, FrozenSet[Role]]] = None
+
+
+def set_launched_roles(name: Optional[str], roles: Iterable[Role] = ()) -> None:
+    """Record the roles the launcher gave this process (`name` None: a single process again);
+    `_link.set_link` calls it, so that `add_role` refuses a role no other process would play."""
+    global _LAUNCHED
+    _LAUNCHED = None if name is None else (name, frozenset(roles))
+
+
 class RolesMixin:
     """The roles part of `Task`: which roles this process serves."""
 
@@ -37,13 +48,11 @@ class RolesMixin:
         """Declare a role of this process (a single process adds none and serves every role).
         In a process started by `parallel.launch` the launcher gave the roles: adding another
         is an error, since no other process would then play this one's."""
-        from ._link import link
-
         parsed = Role.parse(role)
-        current = link()
-        if current is not None and parsed not in current.roles and parsed is not Role.FETCHER:
+        if _LAUNCHED is not None and parsed not in _LAUNCHED[1] and parsed is not Role.FETCHER:
+            name, given = _LAUNCHED
             raise ValueError(f"add_role({parsed.value!r}): this process was launched as the "
-                             f"{current.name} (roles {sorted(r.value for r in current.roles)}); "
+                             f"{name} (roles {sorted(r.value for r in given)}); "
                              f"a DI-engine script's node 1 is the evaluator, so launch it with "
                              f"evaluator=True (task.router.node_id numbers it so)")
         self._roles.add(parsed)
