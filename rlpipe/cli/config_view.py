@@ -9,9 +9,9 @@ from typing import Iterable, Optional
 
 from rlpipe.standard_defaults import explicit_keys, standard_sources
 
-from rlpipe.zoo._generic import is_generic
+from rlpipe.zoo.generic import is_generic
 from rlpipe.zoo._meanings import config_meanings, describe_config
-from rlpipe.zoo._registry import _drop_stale_stop_value, _entry_to_train, get_entry
+from rlpipe.zoo.registry import _drop_stale_stop_value, _entry_to_train, get_entry
 from rlpipe.runs.create import read_config
 
 
@@ -47,7 +47,7 @@ def _sources(entry, overrides, from_run: bool) -> dict:
     if from_run:
         sources = {}
     elif is_generic(entry.name):
-        sources = standard_sources(getattr(entry.module, "STANDARD", None))
+        sources = standard_sources(entry.standard)
     else:
         sources = {key: f"zoo entry {entry.name}" for key in explicit_keys(entry.config)}
     sources.update({key: "your --set" for key in explicit_keys(None, overrides)})

@@ -30,7 +30,7 @@ from ._evaluate import load_run, run_env
 from ._export_check import compare, env_inputs, sample_inputs, sample_masks
 from ._export_face import MASK_INPUT, ExportError, InputSpec, acting_module, refusal
 from rlpipe.pipelines.base import make_policy
-from ._registry import require_extra
+from .registry import require_extra
 
 FORMATS = EXPORT_SUFFIXES  # --format → the file's suffix
 OUTPUT = "action"

@@ -25,7 +25,7 @@ from rlpipe.middleware import evaluate_episodes, log_run_videos
 from ._evaluate import load_run
 from rlpipe.pipelines.offpolicy import eval_env_kwargs, mask_settings
 from rlpipe.pipelines.base import make_policy
-from ._registry import MissingDependencyError
+from .registry import MissingDependencyError
 
 VIDEO_HINT = 'install it with: pip install "rlpipe[video]"'
 
