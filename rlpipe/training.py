@@ -18,7 +18,7 @@ from rlpipe.config_checks import budget_warnings
 from rlpipe.runs import RunLock, check_unlocked, holds_run_lock
 
 from rlpipe.runs.folder_errors import run_folder_errors
-from rlpipe.zoo.registry import Entry, _drop_stale_stop_value, _entry_to_train, get_entry
+from rlpipe.zoo.registry import Entry, _entry_to_train, get_entry
 
 
 class Interrupted(Exception):
@@ -115,6 +115,20 @@ def _run(entry: Entry, cfg: Any, ray_address: Optional[str] = None,
             discard_unstarted(cfg.run_dir, created)
 
 
+def drop_stale_stop_value(entry: Entry, cfg: Any, overrides: Iterable[str]) -> None:
+    """`--set env.id=OTHER` on an entry keeps a stop value tuned for the entry's env: drop it
+    (one warning line) unless `--set env.stop_value=...` sets one for the new env."""
+    tuned_for = entry.config.get("env", {}).get("id")
+    sets_stop = any(o.split("=", 1)[0].strip() == "env.stop_value" for o in overrides)
+    if (tuned_for is not None and cfg.env.id != tuned_for and cfg.env.stop_value is not None
+            and not sets_stop):
+        logging.getLogger("rlpipe").warning(
+            "env.id=%s: dropped the stop_value %s that %s tuned for %s (the run uses its whole "
+            "budget); set one with --set env.stop_value=V", cfg.env.id, cfg.env.stop_value,
+            entry.name, tuned_for)
+        cfg.env.stop_value = None
+
+
 def train(name: Optional[str] = None, seed: int = 0, overrides: Iterable[str] = (),
           run_dir: Optional[str] = None, async_mode: bool = False,
           max_env_step: Optional[int] = None, progress: bool = True, runs_root: str = "runs",
@@ -187,10 +201,10 @@ def train(name: Optional[str] = None, seed: int = 0, overrides: Iterable[str] = 
         user["parallel"] = {"collectors": 1, "evaluator": True, "backend": backend or "local"}
     overrides = list(overrides)
     cfg = entry.resolve(user, overrides)
-    _drop_stale_stop_value(entry, cfg, overrides)
+    check_distributed(name, cfg, cfg.get("parallel", {}).get("collectors", 0))
+    drop_stale_stop_value(entry, cfg, overrides)
     for warning in budget_warnings(cfg):
         logging.getLogger("rlpipe").warning("%s: %s", name, warning)
-    check_distributed(name, cfg, cfg.get("parallel", {}).get("collectors", 0))
     if cfg.get("init_from"):
         _check_init_from(entry, cfg)
     created = True

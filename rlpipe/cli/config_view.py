@@ -11,7 +11,8 @@ from rlpipe.standard_defaults import explicit_keys, standard_sources
 
 from rlpipe.zoo.generic import is_generic
 from rlpipe.zoo._meanings import config_meanings, describe_config
-from rlpipe.zoo.registry import _drop_stale_stop_value, _entry_to_train, get_entry
+from rlpipe.training import drop_stale_stop_value
+from rlpipe.zoo.registry import _entry_to_train, get_entry
 from rlpipe.runs.create import read_config
 
 
@@ -29,7 +30,7 @@ def show_config(name: Optional[str] = None, algo: Optional[str] = None,
     else:
         entry = _entry_to_train(name, algo, env, list(imports), dataset)
         cfg = entry.resolve({}, overrides)
-        _drop_stale_stop_value(entry, cfg, overrides)
+        drop_stale_stop_value(entry, cfg, overrides)
         header = f"# {entry.name}: {entry.policy_cls.__name__}"
         if is_generic(entry.name):
             source = f"--dataset {dataset}" if dataset else f"--env {env}"

@@ -9,7 +9,6 @@ import dataclasses
 import difflib
 import importlib
 import importlib.util
-import logging
 from types import ModuleType
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
 
@@ -206,20 +205,6 @@ def get_entry(name: str, stop_value: Optional[float] = None, imports: Iterable[s
         raise TypeError(f"zoo entry {name!r}: its module {ENTRIES[name]} must end with "
                         f"`ENTRY = Entry(name={name!r}, ...)`, found {entry!r}")
     return entry
-
-
-def _drop_stale_stop_value(entry: Entry, cfg: Any, overrides: Iterable[str]) -> None:
-    """`--set env.id=OTHER` on an entry keeps a stop value tuned for the entry's env: drop it
-    (one warning line) unless `--set env.stop_value=...` sets one for the new env."""
-    tuned_for = entry.config.get("env", {}).get("id")
-    sets_stop = any(o.split("=", 1)[0].strip() == "env.stop_value" for o in overrides)
-    if (tuned_for is not None and cfg.env.id != tuned_for and cfg.env.stop_value is not None
-            and not sets_stop):
-        logging.getLogger("rlpipe").warning(
-            "env.id=%s: dropped the stop_value %s that %s tuned for %s (the run uses its whole "
-            "budget); set one with --set env.stop_value=V", cfg.env.id, cfg.env.stop_value,
-            entry.name, tuned_for)
-        cfg.env.stop_value = None
 
 
 def _entry_to_train(name: Optional[str], algo: Optional[str], env: Optional[str],
