@@ -25,7 +25,8 @@ sys.path.insert(0, str(ROOT))
 
 from rlpipe.envs._registry import resolve_env  # noqa: E402
 from rlpipe.envs._envpool import auto_picks_envpool  # noqa: E402
-from rlpipe.zoo import get_entry, train  # noqa: E402
+from rlpipe.zoo import get_entry  # noqa: E402
+from rlpipe.training import train  # noqa: E402
 
 # entry -> (published score, its budget in env steps, where it is published)
 Published = Mapping[str, Tuple[float, int, str]]

@@ -25,7 +25,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import gymnasium as gym  # noqa: E402
 
 from rlpipe.envs import register_env  # noqa: E402
-from rlpipe.zoo import ENTRIES, train  # noqa: E402
+from rlpipe.zoo import ENTRIES  # noqa: E402
+from rlpipe.training import train  # noqa: E402
 
 
 class SlowStep(gym.Wrapper):

@@ -48,7 +48,7 @@ def run(name: str, seed: int) -> dict:
     log.setLevel(logging.INFO)
     try:
         start = time.perf_counter()
-        summary = entry.main(cfg)
+        summary = entry.run(cfg)
         wall = time.perf_counter() - start
     finally:
         log.removeHandler(recorder)

@@ -26,7 +26,8 @@ from torch import nn
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-from rlpipe.zoo import get_entry, train  # noqa: E402
+from rlpipe.zoo import get_entry  # noqa: E402
+from rlpipe.training import train  # noqa: E402
 
 CFG = get_entry("cartpole-dqn").resolve()
 

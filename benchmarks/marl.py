@@ -73,7 +73,7 @@ def random_team(seed: int, episodes: int = EVAL_EPISODES) -> Dict[str, float]:
 
 def trained_team(entry: str, seed: int, steps: int | None) -> Dict[str, float]:
     """Train `entry` with `seed` in a scratch folder; its final team return, wall, steps/s."""
-    from rlpipe.zoo import train
+    from rlpipe.training import train
 
     with tempfile.TemporaryDirectory(prefix=f"marl-{entry}-") as run_dir:
         out = train(entry, seed=seed, max_env_step=steps, run_dir=run_dir + "/run",

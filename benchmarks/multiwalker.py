@@ -44,7 +44,8 @@ def bare_loop_steps_per_s(env_kwargs: dict, steps: int = 2000) -> float:
 
 
 def main() -> None:
-    from rlpipe.zoo import get_entry, train
+    from rlpipe.zoo import get_entry
+    from rlpipe.training import train
     from rlpipe.tools.evaluate import evaluate_run
     from rlpipe.zoo.multiwalker._baseline import random_team_return
 

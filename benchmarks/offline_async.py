@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from rlpipe.middleware import load_checkpoint  # noqa: E402
 from rlpipe.runs import RunDir  # noqa: E402
-from rlpipe.zoo import train  # noqa: E402
+from rlpipe.training import train  # noqa: E402
 
 
 def one(entry: str, seed: int, async_mode: bool, run_dir: Path) -> Dict[str, Any]:

@@ -51,7 +51,8 @@ from torch.distributions import Categorical
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-from rlpipe.zoo import get_entry, train  # noqa: E402
+from rlpipe.zoo import get_entry  # noqa: E402
+from rlpipe.training import train  # noqa: E402
 
 NO_STOP = ["env.stop_value=1e9"]  # run the whole budget: no early stop at the stop value
 

@@ -35,7 +35,7 @@ import torch  # noqa: E402
 
 from rlpipe.envs import make_rtpendulum  # noqa: E402
 from rlpipe.policies import SACPolicy  # noqa: E402
-from rlpipe.zoo import train  # noqa: E402
+from rlpipe.training import train  # noqa: E402
 from rlpipe.pipelines.offpolicy import resolve_config  # noqa: E402
 from rlpipe.zoo.rtpendulum.sac import config as ENTRY_CONFIG  # noqa: E402
 

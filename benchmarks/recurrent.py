@@ -32,7 +32,8 @@ from rlpipe.engine import Task  # noqa: E402
 from rlpipe.envs import EnvManager  # noqa: E402
 from rlpipe.middleware import StepCollector  # noqa: E402
 from rlpipe.policies import PPOLSTMPolicy, PPOPolicy  # noqa: E402
-from rlpipe.zoo import get_entry, train  # noqa: E402
+from rlpipe.zoo import get_entry  # noqa: E402
+from rlpipe.training import train  # noqa: E402
 
 ENV = "rlpipe/CartPoleNoVel-v1"
 ENTRIES = ("cartpole-novel-ppo", "cartpole-novel-ppo-lstm")

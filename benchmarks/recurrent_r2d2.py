@@ -17,7 +17,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-from rlpipe.zoo import train  # noqa: E402
+from rlpipe.training import train  # noqa: E402
 
 TARGET = 400
 

@@ -23,7 +23,7 @@ import torch
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from rlpipe.middleware import read_metrics  # noqa: E402
-from rlpipe.zoo import train  # noqa: E402
+from rlpipe.training import train  # noqa: E402
 from rlpipe.tools.evaluate import evaluate_run  # noqa: E402
 
 def first_solved(run_dir: str, stop: float) -> int | None:

@@ -36,7 +36,7 @@ def main() -> None:
     args = parser.parse_args()
     trials, budget = (2, 1024) if args.quick else (4, 4096)
     from rlpipe.cli import main as cli
-    from rlpipe.zoo import train
+    from rlpipe.training import train
     from rlpipe.tools.config_file import as_override
 
     root = tempfile.mkdtemp(prefix="tune-bench-")

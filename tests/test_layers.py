@@ -137,7 +137,7 @@ HELPERS = {"_script", "_threads", "config", "config_checks", "mask_layout", "run
 
 
 def _part(module: str) -> str:
-    """The layer or helper a module belongs to (`rlpipe.zoo._train` -> "zoo")."""
+    """The layer or helper a module belongs to (`rlpipe.zoo.registry` -> "zoo")."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else ""
 

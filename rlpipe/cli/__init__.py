@@ -181,13 +181,13 @@ def spaces_table(names: Optional[List[str]] = None) -> str:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from rlpipe.zoo._registry import listed_algorithms, list_entries
+    from rlpipe.zoo.registry import listed_algorithms, list_entries
 
     if args.imports and not args.spaces:
         raise ValueError("--import only goes with --spaces (it imports modules that "
                          "register policies, to show them in the table); add --spaces")
     if args.spaces:
-        from rlpipe.zoo._generic import import_modules
+        from rlpipe.zoo.generic import import_modules
 
         import_modules(args.imports)
         print(spaces_table())  # every policy that declares a pipeline, offline ones included
@@ -209,7 +209,7 @@ def _entry_docstring(name: str) -> str:
     import ast
     import importlib.util
 
-    from rlpipe.zoo._registry import ENTRIES
+    from rlpipe.zoo.registry import ENTRIES
 
     spec = importlib.util.find_spec(ENTRIES[name])
     if spec is None or spec.origin is None:
@@ -228,7 +228,7 @@ def _cmd_config(args: argparse.Namespace) -> int:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from rlpipe.zoo import resume, train
+    from rlpipe.training import resume, train
 
     if args.seeds is not None or args.jobs is not None:
         from rlpipe.cli.after import cmd_seeds

@@ -5,7 +5,7 @@
     rlpipe trainer NAME --address ADDR --resume RUN_DIR  # continue a trainer's run on a new hub
     rlpipe worker NAME --address ADDR [--n N]           # on any machine: N more collectors
 
-See rlpipe.zoo._cluster and docs/distributed.md ("Cluster").
+See rlpipe.pipelines.remote and docs/distributed.md ("Cluster").
 """
 from __future__ import annotations
 
@@ -82,27 +82,27 @@ def add_cluster_commands(sub: Any) -> None:
 def run_cluster_command(args: argparse.Namespace,
                         print_summary: Callable[[Dict[str, Any]], None]) -> int:
     """Run `rlpipe serve`, `trainer` or `worker` (the trainer's summary goes to print_summary)."""
-    from rlpipe.zoo import _cluster
+    from rlpipe.pipelines import remote
 
     if args.command == "serve":
         if args.stop:
-            print(_cluster.stop(args.hub, args.address), flush=True)
+            print(remote.stop(args.hub, args.address), flush=True)
         else:
-            print(_cluster.serve(args.hub, args.address, args.queue_size, args.lost_after),
+            print(remote.serve(args.hub, args.address, args.queue_size, args.lost_after),
                   flush=True)
         return 0
     if args.command == "worker":
-        print(_cluster.worker(args.hub, args.address, args.n, args.worker_id, args.num_cpus,
+        print(remote.worker(args.hub, args.address, args.n, args.worker_id, args.num_cpus,
                               args.resource), flush=True)
         return 0
-    from rlpipe.zoo._train import train
+    from rlpipe.training import train
 
     if args.max_env_steps is not None and args.max_env_steps <= 0:
         raise ValueError(f"--max-env-steps must be positive, got {args.max_env_steps}")
     if args.overwrite and not args.run_dir:
         raise ValueError("--overwrite needs --run-dir (the folder whose run it replaces)")
     if args.resume:
-        from rlpipe.zoo._train import resume
+        from rlpipe.training import resume
 
         if args.run_dir or args.overwrite or args.seed:
             raise ValueError("rlpipe trainer --resume continues the run folder it names: drop "

@@ -11,8 +11,9 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional
 from rlpipe.schema import RUN_KEYS
 from rlpipe.standard_defaults import explicit_keys, standard_sources
 
-from rlpipe.zoo._generic import is_generic
-from rlpipe.zoo._registry import _drop_stale_stop_value, _entry_to_train, get_entry
+from rlpipe.zoo.generic import is_generic
+from rlpipe.training import drop_stale_stop_value
+from rlpipe.zoo.registry import _entry_to_train, get_entry
 from rlpipe.runs.create import read_config
 
 
@@ -30,7 +31,7 @@ def show_config(name: Optional[str] = None, algo: Optional[str] = None,
     else:
         entry = _entry_to_train(name, algo, env, list(imports), dataset)
         cfg = entry.resolve({}, overrides)
-        _drop_stale_stop_value(entry, cfg, overrides)
+        drop_stale_stop_value(entry, cfg, overrides)
         header = f"# {entry.name}: {entry.policy_cls.__name__}"
         if is_generic(entry.name):
             source = f"--dataset {dataset}" if dataset else f"--env {env}"
@@ -48,7 +49,7 @@ def _sources(entry, overrides, from_run: bool) -> dict:
     if from_run:
         sources = {}
     elif is_generic(entry.name):
-        sources = standard_sources(getattr(entry.module, "STANDARD", None))
+        sources = standard_sources(entry.standard)
     else:
         sources = {key: f"zoo entry {entry.name}" for key in explicit_keys(entry.config)}
     sources.update({key: "your --set" for key in explicit_keys(None, overrides)})

@@ -162,7 +162,7 @@ def report(err: Exception, command: str, run_dir: Optional[str], debug: bool,
     classes are imported here, once one is raised, so that `rlpipe list` imports no torch."""
     from rlpipe.engine.parallel import LearnerDiedError
     from rlpipe.envs import EnvFailureError
-    from rlpipe.zoo._train import Interrupted
+    from rlpipe.training import Interrupted
 
     if isinstance(err, Interrupted):
         if err.summary is not None:

@@ -49,7 +49,7 @@ def add_tune_parser(sub: Any) -> None:
 
 def run_tune(args: argparse.Namespace) -> int:
     """`rlpipe tune`: run the study to --trials, write best.yaml, print the best trials."""
-    from rlpipe.zoo._train import Interrupted
+    from rlpipe.training import Interrupted
     from rlpipe.tools.tune import (TuneSpec, begin, counted, folder_lock, prepare, table, work,
                                    write_best)
 
@@ -145,7 +145,7 @@ def _worker(plain: dict, index: int) -> None:
     """One --jobs process: one torch thread, trials until the study has its count."""
     import torch
 
-    from rlpipe.zoo._train import Interrupted
+    from rlpipe.training import Interrupted
     from rlpipe.tools.tune import TuneSpec, prepare, work
 
     torch.set_num_threads(1)

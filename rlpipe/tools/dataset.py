@@ -59,7 +59,7 @@ def list_table() -> str:
 
 def newest_run(algo: str, env_id: str, runs_root: str = "runs") -> str:
     """The newest run folder of `--algo ALGO --env ID` (runs/<env>-<algo>/<timestamp>/)."""
-    from rlpipe.zoo._generic import run_name
+    from rlpipe.zoo.generic import run_name
 
     folder = Path(runs_root) / run_name(algo, env_id)
     runs = sorted(p for p in folder.glob("*") if RunDir(p).config.is_file()) \
@@ -89,7 +89,7 @@ def collect_dataset(dataset_id: str, *, run_dir: Optional[str] = None,
     returns its summary."""
     from rlpipe.envs import EnvManager
     from .evaluate import load_run, run_env
-    from rlpipe.zoo._generic import prepare_env
+    from rlpipe.zoo.generic import prepare_env
 
     check_id(dataset_id)
     if episodes <= 0:
@@ -153,7 +153,7 @@ def export_replay(run_dir: str, dataset_id: str, overwrite: bool = False) -> Dic
     chained back into episodes (see rlpipe.data._chains); returns the summary with
     `fragments`, the chains cut short (ended as truncated)."""
     from .evaluate import _run_dir_of, run_env
-    from rlpipe.zoo._registry import get_entry
+    from rlpipe.zoo.registry import get_entry
 
     check_id(dataset_id)
     _refuse_existing(dataset_id, overwrite)

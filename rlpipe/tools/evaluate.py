@@ -13,7 +13,7 @@ from rlpipe.runs import BEST_CHECKPOINT, FINAL_CHECKPOINT, CheckpointError, RunD
 
 from rlpipe.pipelines.offpolicy import eval_env_kwargs, mask_settings
 from rlpipe.pipelines.base import make_policy
-from rlpipe.zoo._registry import get_entry
+from rlpipe.zoo.registry import get_entry
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from rlpipe.mask_layout import mask_segments
 from rlpipe.runs import EXPORT_SUFFIXES, FINAL_CHECKPOINT, RunDir, atomic_write_text
 from rlpipe.runs._atomic import temp_name
 from rlpipe.pipelines.base import make_policy
-from rlpipe.zoo._registry import require_extra
+from rlpipe.zoo.registry import require_extra
 
 from ._export_check import compare, env_inputs, sample_inputs, sample_masks
 from ._export_face import MASK_INPUT, ExportError, InputSpec, acting_module, refusal

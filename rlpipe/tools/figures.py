@@ -15,7 +15,7 @@ SUFFIXES = (".png", ".svg")
 def require_matplotlib(command: str) -> None:
     """Raise MissingDependencyError (an ImportError) naming the extra when matplotlib is absent;
     call it before importing matplotlib."""
-    from rlpipe.zoo._registry import require_extra
+    from rlpipe.zoo.registry import require_extra
 
     require_extra(["matplotlib"], f"{command} (it draws with matplotlib)", "plot")
 

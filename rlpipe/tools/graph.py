@@ -195,7 +195,7 @@ def _stand_in_dataset(cfg: Any) -> Any:
 
 def entry_graph(name: str, overrides: Iterable[str] = ()) -> PipelineGraph:
     """The graph of zoo entry `name` (with `--set` style `overrides`)."""
-    from rlpipe.zoo._registry import get_entry
+    from rlpipe.zoo.registry import get_entry
 
     entry = get_entry(name)
     entry.check_requirements()

@@ -22,7 +22,7 @@ import numpy as np
 
 from rlpipe.runs import RunDir
 
-from rlpipe.zoo._registry import MissingDependencyError
+from rlpipe.zoo.registry import MissingDependencyError
 
 METRICS = ("IQM", "mean", "median", "optimality gap")
 PANEL_INCHES, ROW_INCHES, BASE_INCHES, DPI = 3.2, 0.5, 1.3, 100

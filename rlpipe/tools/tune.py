@@ -27,7 +27,7 @@ import os
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from rlpipe.runs import atomic_write_json
-from rlpipe.zoo._registry import Entry, _entry_to_train
+from rlpipe.zoo.registry import Entry, _entry_to_train
 
 from .config_file import as_override, write_train_config
 from .tune_space import Space, space_for
@@ -109,7 +109,7 @@ def prepare(spec: TuneSpec) -> Study:
     if spec.prune_after < 0:
         raise ValueError(f"--prune-after must be >= 0, got {spec.prune_after}")
     if importlib.util.find_spec("optuna") is None:
-        from rlpipe.zoo._registry import MissingDependencyError
+        from rlpipe.zoo.registry import MissingDependencyError
 
         raise MissingDependencyError('rlpipe tune needs the optional package optuna; install it '
                                      'with: pip install "rlpipe[tune]"')
@@ -236,7 +236,7 @@ def run_trial(study: Study, opened: Any, trial: Any) -> str:
 
     from rlpipe.engine import task
 
-    from rlpipe.zoo._train import Interrupted, train
+    from rlpipe.training import Interrupted, train
 
     spec = study.spec
     values = study.space.sample(trial)

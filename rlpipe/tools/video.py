@@ -23,7 +23,7 @@ from rlpipe.envs._registry import resolve_env
 from rlpipe.middleware import evaluate_episodes, log_run_videos
 from rlpipe.pipelines.offpolicy import eval_env_kwargs, mask_settings
 from rlpipe.pipelines.base import make_policy
-from rlpipe.zoo._registry import MissingDependencyError
+from rlpipe.zoo.registry import MissingDependencyError
 
 from .evaluate import load_run
 

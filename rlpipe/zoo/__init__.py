@@ -1,16 +1,16 @@
-"""The zoo: one folder per environment, one module per algorithm (`config` and `main(cfg)`).
+"""The zoo: one folder per environment, one module per algorithm, each declaring its `Entry`
+record (`registry.py`); `ALGO@ENV` entries are built by `generic.py`.
 
 The names below are imported on first use (PEP 562), so that `rlpipe list` and the command
-line's parser read the zoo's names without importing torch and the envs that training needs."""
+line's parser read the zoo's names without importing torch and the envs that training needs.
+Training an entry is `rlpipe.training` (`rlpipe.train`, `rlpipe.resume`)."""
 import importlib
 from typing import Any
 
-_WHERE = {"ENTRIES": "_registry", "Entry": "_registry", "MissingDependencyError": "_registry",
-          "get_entry": "_registry", "list_entries": "_registry", "Interrupted": "_train",
-          "resume": "_train", "train": "_train"}
+_WHERE = {"ENTRIES": "registry", "Entry": "registry", "MissingDependencyError": "registry",
+          "get_entry": "registry", "list_entries": "registry"}
 
-__all__ = ["ENTRIES", "Entry", "Interrupted", "MissingDependencyError", "get_entry",
-           "list_entries", "resume", "train"]
+__all__ = ["ENTRIES", "Entry", "MissingDependencyError", "get_entry", "list_entries"]
 
 
 def __getattr__(name: str) -> Any:

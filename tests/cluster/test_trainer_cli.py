@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from rlpipe.cli import _parser
-from rlpipe.zoo import train
-from rlpipe.zoo._train import resume
+from rlpipe.training import train
+from rlpipe.training import resume
 
 
 @pytest.mark.parametrize("argv, entry, resume_dir", [

@@ -14,7 +14,7 @@ import torch
 
 from rlpipe.middleware import load_checkpoint
 from rlpipe.runs import CheckpointError, RunDir
-from rlpipe.zoo import resume, train
+from rlpipe.training import resume, train
 from rlpipe.pipelines.resume import prepare_resume
 
 from rlpipe.cli import main

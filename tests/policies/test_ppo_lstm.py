@@ -11,7 +11,7 @@ from rlpipe.envs import EnvManager
 from rlpipe.middleware import StepCollector
 from rlpipe.middleware.onpolicy import recurrent_rollout
 from rlpipe.policies import PPOLSTMPolicy, get_policy
-from rlpipe.zoo import train
+from rlpipe.training import train
 from tests.recurrent.test_acting_state import collect
 
 CFG = EasyDict(policy=dict(collect=dict(n_sample=33)))

@@ -9,7 +9,7 @@ from rlpipe.contexts import OnlineRLContext
 from rlpipe.data import SequenceReplayBuffer
 from rlpipe.middleware import (OffPolicyLearner, SequenceAdding, load_checkpoint, sequence_fetcher,
                                sequence_pusher)
-from rlpipe.zoo import resume, train
+from rlpipe.training import resume, train
 
 from .helpers import batch, policy
 

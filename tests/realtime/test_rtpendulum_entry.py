@@ -7,7 +7,8 @@ import pytest
 pytest.importorskip("rtgym")
 pytestmark = pytest.mark.filterwarnings("ignore:Time-step timed out")
 
-from rlpipe.zoo import get_entry, train  # noqa: E402
+from rlpipe.zoo import get_entry  # noqa: E402
+from rlpipe.training import train  # noqa: E402
 
 SHORT = ["max_env_step=300", "env.env_kwargs={'hz': 100, 'ep_max_length': 50}",
          "env.eval_n_envs=1", "policy.eval.evaluator.n_episode=1",
@@ -44,6 +45,6 @@ def test_entry_runs_in_one_process(tmp_path):
     entry = get_entry("rtpendulum-sac")
     cfg = entry.resolve({"parallel": {"collectors": 0}, "run_dir": str(tmp_path / "one")},
                         SHORT)
-    result = entry.main(cfg)
+    result = entry.run(cfg)
     assert result["env_step"] >= 300
     assert any("collect/overrun_rate" in r for r in _metrics(cfg.run_dir))

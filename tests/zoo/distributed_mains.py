@@ -8,7 +8,7 @@ import threading
 import time
 
 from rlpipe.engine import Role, parallel
-from rlpipe.zoo._parallel import role_main
+from rlpipe.pipelines.distributed import role_main
 
 
 def _kill_self_when(ready):
@@ -20,15 +20,15 @@ def _kill_self_when(ready):
     threading.Thread(target=watch, daemon=True).start()
 
 
-def collector_dies_once(name, plain_cfg, after_env_steps):
+def collector_dies_once(job, plain_cfg, after_env_steps):
     """Collector 0 kills its process (first start only) once the run has `after_env_steps`."""
     link = parallel.link()
     if link.role is Role.COLLECTOR and link.index == 0 and link.attempt == 0:
         _kill_self_when(lambda: link.state()["counters"].get("env_step", 0) >= after_env_steps)
-    return role_main(name, plain_cfg)
+    return role_main(job, plain_cfg)
 
 
-def learner_dies(name, plain_cfg, min_iter):
+def learner_dies(job, plain_cfg, min_iter):
     """The learner kills its process once it has written a periodic checkpoint at train_iter
     >= `min_iter` (the exact name depends on how many updates each iteration ran)."""
     if parallel.link().role is Role.LEARNER:
@@ -40,4 +40,4 @@ def learner_dies(name, plain_cfg, min_iter):
                        for n in names)
 
         _kill_self_when(written)
-    return role_main(name, plain_cfg)
+    return role_main(job, plain_cfg)

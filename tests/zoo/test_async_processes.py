@@ -10,7 +10,7 @@ import time
 import pytest
 
 from rlpipe.middleware import load_checkpoint
-from rlpipe.zoo import resume, train
+from rlpipe.training import resume, train
 from rlpipe.tools.evaluate import evaluate_run
 
 from ._waiting import wait_for_periodic_checkpoint

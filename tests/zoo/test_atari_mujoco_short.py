@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from rlpipe.zoo import train
+from rlpipe.training import train
 from rlpipe.tools.evaluate import evaluate_run
 
 # `make test` installs the [atari] and [mujoco] extras: in CI (CI=true) these run, never skip.

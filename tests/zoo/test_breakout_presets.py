@@ -54,7 +54,7 @@ def test_breakout_dqn_evaluation_of_an_untrained_agent_ends(tmp_path):
                                     "eval": {"evaluator": {"eval_freq": 1, "n_episode": 1}},
                                     "model": {"hidden": (32,)}}})
     start = time.monotonic()
-    result = entry.main(cfg)
+    result = entry.run(cfg)
     # a greedy agent that never fires would play 27,000 steps per evaluation episode
     assert time.monotonic() - start < 60 and result["env_step"] >= 32
     assert 0 <= result["eval_value"] < 50  # a whole game's real score was reported

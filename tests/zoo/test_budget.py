@@ -8,7 +8,7 @@ import numpy as np
 from rlpipe.contexts import OnlineRLContext
 from rlpipe.envs import EnvManager
 from rlpipe.middleware import StepCollector
-from rlpipe.zoo import train
+from rlpipe.training import train
 from rlpipe.pipelines.tail import format_summary
 from tests.envs.env_fakes import CountingEnv
 from tests.middleware.fakes import FakeCollectPolicy

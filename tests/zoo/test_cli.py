@@ -66,7 +66,7 @@ def test_list_shows_whole_first_sentences(capsys):
     assert line.rstrip().endswith("within 50k env steps.")  # the sentence runs onto a 2nd line
     pong = next(ln for ln in out.splitlines() if ln.startswith("pong-dqn"))
     assert pong.count("(") == pong.count(")")
-    from rlpipe.zoo._generic import trainable_names
+    from rlpipe.zoo.generic import trainable_names
 
     assert f"--algo {{{','.join(trainable_names('online'))}}} --env ENV" in out
     assert f"--algo {{{','.join(trainable_names('offline'))}}} --dataset ID" in out
@@ -109,8 +109,8 @@ def test_list_prints_the_registry_s_algorithms():
     """`rlpipe list` names the algorithms from a table (it does not import the policies);
     the table matches the policy registry's trainable ones and their pipelines."""
     from rlpipe.policies import get_policy
-    from rlpipe.zoo._generic import trainable_names
-    from rlpipe.zoo._registry import BUILT_IN_PIPELINES, listed_algorithms
+    from rlpipe.zoo.generic import trainable_names
+    from rlpipe.zoo.registry import BUILT_IN_PIPELINES, listed_algorithms
 
     assert sorted(BUILT_IN_PIPELINES) == sorted(trainable_names())
     assert {n: get_policy(n).pipeline for n in BUILT_IN_PIPELINES} == BUILT_IN_PIPELINES

@@ -10,7 +10,8 @@ import torch
 from rlpipe.cli import main
 from rlpipe.policies import SACPolicy, TD3Policy
 from rlpipe.middleware import load_checkpoint
-from rlpipe.zoo import MissingDependencyError, get_entry, list_entries, resume, train
+from rlpipe.zoo import MissingDependencyError, get_entry, list_entries
+from rlpipe.training import resume, train
 from rlpipe.tools.evaluate import evaluate_run
 
 ENTRIES = {"pendulum-sac": SACPolicy, "pendulum-td3": TD3Policy,

@@ -11,8 +11,9 @@ import pytest
 
 from rlpipe.engine import parallel
 from rlpipe.middleware import load_checkpoint
-from rlpipe.zoo import get_entry, list_entries, resume, train
-from rlpipe.zoo._parallel import run_distributed
+from rlpipe.zoo import get_entry, list_entries
+from rlpipe.training import resume, train
+from rlpipe.pipelines.distributed import run_distributed
 from rlpipe.runs.create import write_config
 
 from . import distributed_mains
@@ -134,10 +135,11 @@ def test_pendulum_sac_solves_with_two_collectors(ray_local, tmp_path, evaluator)
 @pytest.mark.slow
 @pytest.mark.skipif("pendulum-sac" not in list_entries(), reason="pendulum-sac not in the zoo")
 def test_a_killed_collector_is_restarted_and_the_run_reaches_its_goal(ray_local, tmp_path):
-    cfg = get_entry("pendulum-sac").resolve({"parallel": {"collectors": 2}, "progress": False})
+    entry = get_entry("pendulum-sac")
+    cfg = entry.resolve({"parallel": {"collectors": 2}, "progress": False})
     cfg.run_dir = str(tmp_path / "run")
-    result = run_distributed("pendulum-sac", cfg,
-                             main=lambda n, c: distributed_mains.collector_dies_once(n, c, 1500))
+    result = run_distributed(entry.job(), cfg,
+                             main=lambda j, c: distributed_mains.collector_dies_once(j, c, 1500))
     assert result["collector_restarts"] == 1
     assert result["best_eval_value"] >= -200, result  # eval_value: the final weights
     log = (tmp_path / "run" / "log.txt").read_text()
@@ -155,8 +157,8 @@ def test_learner_death_stops_the_run_and_resume_continues(ray_local, tmp_path):
     os.makedirs(run_dir)
     write_config(run_dir, entry.name, cfg)
     with pytest.raises(parallel.LearnerDiedError, match=f"--resume {run_dir}"):
-        run_distributed(entry.name, cfg,
-                        main=lambda n, c: distributed_mains.learner_dies(n, c, 64))
+        run_distributed(entry.job(), cfg,
+                        main=lambda j, c: distributed_mains.learner_dies(j, c, 64))
     saved = load_checkpoint(run_dir, which="resumable")["meta"]["env_step"]
     result = resume(run_dir, max_env_step=saved + 1024, progress=False)
     assert result["collectors"] == 2

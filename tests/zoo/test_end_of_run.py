@@ -203,7 +203,7 @@ def test_a_run_folders_log_is_attached_once_per_process(tmp_path):
 
 
 def test_a_ray_learner_without_a_console_gets_one(tmp_path):
-    from rlpipe.zoo._parallel import _has_console
+    from rlpipe.pipelines.distributed import _has_console
 
     logger = logging.getLogger("rlpipe.test.console")
     parent = logging.getLogger("rlpipe.test")

@@ -6,7 +6,8 @@ from PIL import Image
 from rlpipe.cli import main
 from rlpipe.engine import contract, contract_of
 from rlpipe.engine._scheduler import dependencies
-from rlpipe.zoo import MissingDependencyError, list_entries, train
+from rlpipe.zoo import MissingDependencyError, list_entries
+from rlpipe.training import train
 from rlpipe.tools.graph import AFTER, PREVIOUS, SAME, Edge, entry_graph, graph_of_chain
 
 DQN_CHAIN = ["interaction_evaluator._evaluator", "eps_greedy_handler._eps_greedy",

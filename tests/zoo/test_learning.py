@@ -1,7 +1,7 @@
 """Learning checks: a zoo entry must reach a return, not merely run."""
 import pytest
 
-from rlpipe.zoo import train
+from rlpipe.training import train
 from rlpipe.tools.evaluate import evaluate_run
 
 

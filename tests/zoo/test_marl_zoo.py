@@ -13,7 +13,8 @@ from rlpipe.cli import main  # noqa: E402
 from rlpipe.contexts import MultiAgentRLContext  # noqa: E402
 from rlpipe.middleware import load_checkpoint  # noqa: E402
 from rlpipe.policies import IPPOPolicy, MAPPOPolicy  # noqa: E402
-from rlpipe.zoo import get_entry, list_entries, resume, train  # noqa: E402
+from rlpipe.zoo import get_entry, list_entries  # noqa: E402
+from rlpipe.training import resume, train  # noqa: E402
 from rlpipe.pipelines.onpolicy import build_onpolicy  # noqa: E402
 
 ENTRIES = {"simple-spread-mappo": MAPPOPolicy, "simple-spread-ippo": IPPOPolicy,
@@ -38,7 +39,7 @@ def test_entries_resolve_on_mpe_simple_spread(name):
     cfg = entry.resolve()
     assert cfg.env.id == "mpe2/simple_spread_v3" and cfg.env.env_kwargs.N == 3
     assert cfg.env.env_kwargs.continuous_actions == name.startswith("simple-spread-continuous")
-    assert entry.module.REQUIRES == {"pettingzoo": "marl", "mpe2": "marl"}
+    assert entry.requires == {"pettingzoo": "marl", "mpe2": "marl"}
 
 
 def test_the_pipeline_context_names_the_agents():

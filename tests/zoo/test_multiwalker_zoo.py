@@ -10,7 +10,8 @@ pytest.importorskip("Box2D")
 
 from rlpipe.cli import main  # noqa: E402
 from rlpipe.policies import MAPPOPolicy  # noqa: E402
-from rlpipe.zoo import get_entry, list_entries, resume, train  # noqa: E402
+from rlpipe.zoo import get_entry, list_entries  # noqa: E402
+from rlpipe.training import resume, train  # noqa: E402
 from rlpipe.tools.evaluate import evaluate_run  # noqa: E402
 from rlpipe.zoo.multiwalker._baseline import random_team_return  # noqa: E402
 
@@ -33,7 +34,7 @@ def test_entry_runs_mappo_on_multiwalker_with_walkers_that_leave():
         (False, True, False)
     assert cfg.policy.model.share_params and cfg.policy.model.agent_id
     assert cfg.policy.model.critic_input == "auto"  # the env's global state
-    assert entry.module.REQUIRES == {"pettingzoo": "marl", "Box2D": "box2d", "pygame": "box2d"}
+    assert entry.requires == {"pettingzoo": "marl", "Box2D": "box2d", "pygame": "box2d"}
 
 
 def test_cli_train_eval_plot(tmp_path, capsys):

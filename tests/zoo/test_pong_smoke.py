@@ -32,5 +32,5 @@ def test_pong_dqn_pipeline_runs_two_iterations(tmp_path):
                                     "eval": {"evaluator": {"eval_freq": 10_000, "n_episode": 1}},
                                     "model": {"hidden": (32,)}}},
                         overrides=["max_train_iter=4"])  # 2 updates per iteration
-    result = entry.main(cfg)
+    result = entry.run(cfg)
     assert result["train_iter"] >= 4 and result["env_step"] >= 32

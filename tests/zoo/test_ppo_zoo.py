@@ -9,7 +9,8 @@ from rlpipe.cli import main
 from rlpipe.config import ConfigError
 from rlpipe.middleware import load_checkpoint
 from rlpipe.policies import PPOPolicy
-from rlpipe.zoo import MissingDependencyError, get_entry, list_entries, resume, train
+from rlpipe.zoo import MissingDependencyError, get_entry, list_entries
+from rlpipe.training import resume, train
 from rlpipe.tools.evaluate import evaluate_run
 
 PPO_ENTRIES = ["cartpole-ppo", "pendulum-ppo", "lunarlander-ppo"]

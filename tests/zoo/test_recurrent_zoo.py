@@ -2,7 +2,8 @@
 states are in the checkpoint), --collectors refused clearly, and a short learning check."""
 import pytest
 
-from rlpipe.zoo import get_entry, resume, train
+from rlpipe.zoo import get_entry
+from rlpipe.training import resume, train
 from tests.zoo.test_resume import _assert_same, _weights
 
 FAST = ["policy.eval.evaluator.n_episode=2", "env.eval_n_envs=2", "env.stop_value=1e9",

@@ -10,7 +10,7 @@ import torch
 
 from rlpipe.cli import main
 from rlpipe.middleware import load_checkpoint
-from rlpipe.zoo import resume, train
+from rlpipe.training import resume, train
 
 SMALL = ["policy.collect.random_collect_size=256", "replay.min_samples=256",
          "policy.eval.evaluator.n_episode=2", "policy.eval.evaluator.eval_freq=64",

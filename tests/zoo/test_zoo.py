@@ -49,7 +49,7 @@ GENERIC = ["dqn@CartPole-v1", "ppo@Acrobot-v1", "sac@Pendulum-v1", "td3@Pendulum
 
 @pytest.mark.parametrize("name", list_entries() + GENERIC)
 def test_every_config_key_has_a_meaning(name):
-    from rlpipe.zoo._generic import is_generic
+    from rlpipe.zoo.generic import is_generic
     from rlpipe.cli.config_view import config_meanings, leaf_keys
 
     entry = get_entry(name)

@@ -7,17 +7,15 @@ from typing import Any, Dict
 
 from rlpipe.policies import DQNPolicy
 from rlpipe.zoo._atari_settings import dqn_config
-from rlpipe.pipelines.offpolicy import resolve_config, run_offpolicy
+from rlpipe.pipelines.offpolicy import run_offpolicy
+from rlpipe.zoo.registry import Entry
 
-POLICY = DQNPolicy
-REQUIRES = {"ale_py": "atari"}
 
 config: Dict[str, Any] = dqn_config("breakout", stop_value=300)
 
-
-def main(cfg: Any) -> Dict[str, Any]:
-    return run_offpolicy(cfg, DQNPolicy)
+ENTRY = Entry(name="breakout-dqn", policy_cls=DQNPolicy, config=config,
+              runner=run_offpolicy, requires={"ale_py": "atari"}, doc=__doc__)
 
 
 if __name__ == "__main__":
-    print(main(resolve_config(DQNPolicy, config)))
+    print(ENTRY.run(ENTRY.resolve()))

@@ -8,11 +8,10 @@ set is made by:
 from typing import Any, Dict
 
 from rlpipe.policies import DiscreteCQLPolicy
-from rlpipe.pipelines.offline import resolve_config, run_offline
+from rlpipe.pipelines.offline import run_offline
 from rlpipe.pipelines.recipes import recipe_text
+from rlpipe.zoo.registry import Entry
 
-POLICY = DiscreteCQLPolicy
-PIPELINE = "offline"
 DATASET = "cartpole/medium-v0"
 __doc__ += recipe_text(DATASET)
 
@@ -27,10 +26,9 @@ config: Dict[str, Any] = dict(
     ),
 )
 
-
-def main(cfg: Any) -> Dict[str, Any]:
-    return run_offline(cfg, DiscreteCQLPolicy)
+ENTRY = Entry(name="cartpole-cql", policy_cls=DiscreteCQLPolicy, config=config,
+              runner=run_offline, pipeline="offline", doc=__doc__)
 
 
 if __name__ == "__main__":
-    print(main(resolve_config(DiscreteCQLPolicy, config)))
+    print(ENTRY.run(ENTRY.resolve()))

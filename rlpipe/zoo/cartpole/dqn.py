@@ -6,9 +6,9 @@ target copied after every burst of 128 updates per 256 env steps, eps 1 → 0.04
 from typing import Any, Dict
 
 from rlpipe.policies import DQNPolicy
-from rlpipe.pipelines.offpolicy import resolve_config, run_offpolicy
+from rlpipe.pipelines.offpolicy import run_offpolicy
+from rlpipe.zoo.registry import Entry
 
-POLICY = DQNPolicy
 
 config: Dict[str, Any] = dict(
     max_env_step=50_000,
@@ -24,10 +24,9 @@ config: Dict[str, Any] = dict(
     ),
 )
 
-
-def main(cfg: Any) -> Dict[str, Any]:
-    return run_offpolicy(cfg, DQNPolicy)
+ENTRY = Entry(name="cartpole-dqn", policy_cls=DQNPolicy, config=config,
+              runner=run_offpolicy, doc=__doc__)
 
 
 if __name__ == "__main__":
-    print(main(resolve_config(DQNPolicy, config)))
+    print(ENTRY.run(ENTRY.resolve()))

@@ -7,9 +7,9 @@ benchmarks/solve_rate.py measures it over seeds.
 from typing import Any, Dict
 
 from rlpipe.policies import PPOPolicy
-from rlpipe.pipelines.onpolicy import resolve_config, run_onpolicy
+from rlpipe.pipelines.onpolicy import run_onpolicy
+from rlpipe.zoo.registry import Entry
 
-POLICY = PPOPolicy
 
 config: Dict[str, Any] = dict(
     max_env_step=100_000,
@@ -24,10 +24,9 @@ config: Dict[str, Any] = dict(
     ckpt=dict(train_freq=2000),
 )
 
-
-def main(cfg: Any) -> Dict[str, Any]:
-    return run_onpolicy(cfg, PPOPolicy)
+ENTRY = Entry(name="cartpole-ppo", policy_cls=PPOPolicy, config=config,
+              runner=run_onpolicy, doc=__doc__)
 
 
 if __name__ == "__main__":
-    print(main(resolve_config(PPOPolicy, config)))
+    print(ENTRY.run(ENTRY.resolve()))

@@ -9,18 +9,17 @@ import copy
 from typing import Any, Dict
 
 from rlpipe.policies import PPOPolicy
-from rlpipe.pipelines.onpolicy import resolve_config, run_onpolicy
+from rlpipe.pipelines.onpolicy import run_onpolicy
 from rlpipe.zoo.cartpole import ppo as cartpole_ppo
+from rlpipe.zoo.registry import Entry
 
-POLICY = PPOPolicy
 
 config: Dict[str, Any] = copy.deepcopy(cartpole_ppo.config)
 config["env"]["id"] = "rlpipe/CartPoleNoVel-v1"
 
-
-def main(cfg: Any) -> Dict[str, Any]:
-    return run_onpolicy(cfg, PPOPolicy)
+ENTRY = Entry(name="cartpole-novel-ppo", policy_cls=PPOPolicy, config=config,
+              runner=run_onpolicy, doc=__doc__)
 
 
 if __name__ == "__main__":
-    print(main(resolve_config(PPOPolicy, config)))
+    print(ENTRY.run(ENTRY.resolve()))

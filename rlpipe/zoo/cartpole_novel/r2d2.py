@@ -9,9 +9,9 @@ prioritization (α 0.9, β 0.6, η 0.9) and value rescaling. See docs/recurrent.
 from typing import Any, Dict
 
 from rlpipe.policies import R2D2Policy
-from rlpipe.pipelines.offpolicy import resolve_config, run_offpolicy
+from rlpipe.pipelines.offpolicy import run_offpolicy
+from rlpipe.zoo.registry import Entry
 
-POLICY = R2D2Policy
 
 config: Dict[str, Any] = dict(
     max_env_step=200_000,
@@ -28,10 +28,9 @@ config: Dict[str, Any] = dict(
     ),
 )
 
-
-def main(cfg: Any) -> Dict[str, Any]:
-    return run_offpolicy(cfg, R2D2Policy)
+ENTRY = Entry(name="cartpole-novel-r2d2", policy_cls=R2D2Policy, config=config,
+              runner=run_offpolicy, doc=__doc__)
 
 
 if __name__ == "__main__":
-    print(main(resolve_config(R2D2Policy, config)))
+    print(ENTRY.run(ENTRY.resolve()))

@@ -10,10 +10,9 @@ initialisation.
 from typing import Any, Dict
 
 from rlpipe.policies import PPOPolicy
-from rlpipe.pipelines.onpolicy import resolve_config, run_onpolicy
+from rlpipe.pipelines.onpolicy import run_onpolicy
+from rlpipe.zoo.registry import Entry
 
-POLICY = PPOPolicy
-REQUIRES = {"mujoco": "mujoco"}  # import name -> rlpipe extra
 
 config: Dict[str, Any] = dict(
     max_env_step=1_000_000,
@@ -30,10 +29,9 @@ config: Dict[str, Any] = dict(
     ckpt=dict(train_freq=3200),
 )
 
-
-def main(cfg: Any) -> Dict[str, Any]:
-    return run_onpolicy(cfg, PPOPolicy)
+ENTRY = Entry(name="halfcheetah-ppo", policy_cls=PPOPolicy, config=config,
+              runner=run_onpolicy, requires={"mujoco": "mujoco"}, doc=__doc__)
 
 
 if __name__ == "__main__":
-    print(main(resolve_config(PPOPolicy, config)))
+    print(ENTRY.run(ENTRY.resolve()))

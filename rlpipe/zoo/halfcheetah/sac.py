@@ -9,19 +9,17 @@ import copy
 from typing import Any, Dict
 
 from rlpipe.policies import SACPolicy
-from rlpipe.pipelines.offpolicy import resolve_config, run_offpolicy
+from rlpipe.pipelines.offpolicy import run_offpolicy
 from rlpipe.zoo.hopper import sac as hopper_sac
+from rlpipe.zoo.registry import Entry
 
-POLICY = SACPolicy
-REQUIRES = hopper_sac.REQUIRES
 
 config: Dict[str, Any] = copy.deepcopy(hopper_sac.config)
 config["env"].update(id="HalfCheetah-v5", stop_value=8000)
 
-
-def main(cfg: Any) -> Dict[str, Any]:
-    return run_offpolicy(cfg, SACPolicy)
+ENTRY = Entry(name="halfcheetah-sac", policy_cls=SACPolicy, config=config,
+              runner=run_offpolicy, requires=hopper_sac.ENTRY.requires, doc=__doc__)
 
 
 if __name__ == "__main__":
-    print(main(resolve_config(SACPolicy, config)))
+    print(ENTRY.run(ENTRY.resolve()))

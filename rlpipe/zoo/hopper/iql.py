@@ -9,12 +9,10 @@ set (D4RL-style medium) is made by:
 from typing import Any, Dict
 
 from rlpipe.policies import IQLPolicy
-from rlpipe.pipelines.offline import resolve_config, run_offline
+from rlpipe.pipelines.offline import run_offline
 from rlpipe.pipelines.recipes import recipe_text
+from rlpipe.zoo.registry import Entry
 
-POLICY = IQLPolicy
-PIPELINE = "offline"
-REQUIRES = {"mujoco": "mujoco"}  # import name -> rlpipe extra
 DATASET = "hopper/medium-v0"
 __doc__ += recipe_text(DATASET)
 
@@ -29,10 +27,9 @@ config: Dict[str, Any] = dict(
     ),
 )
 
-
-def main(cfg: Any) -> Dict[str, Any]:
-    return run_offline(cfg, IQLPolicy)
+ENTRY = Entry(name="hopper-iql", policy_cls=IQLPolicy, config=config,
+              runner=run_offline, pipeline="offline", requires={"mujoco": "mujoco"}, doc=__doc__)
 
 
 if __name__ == "__main__":
-    print(main(resolve_config(IQLPolicy, config)))
+    print(ENTRY.run(ENTRY.resolve()))

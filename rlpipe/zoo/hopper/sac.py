@@ -7,10 +7,9 @@ rl-zoo3's run of these settings scores 2,326 after 1M env steps (Hopper-v3).
 from typing import Any, Dict
 
 from rlpipe.policies import SACPolicy
-from rlpipe.pipelines.offpolicy import resolve_config, run_offpolicy
+from rlpipe.pipelines.offpolicy import run_offpolicy
+from rlpipe.zoo.registry import Entry
 
-POLICY = SACPolicy
-REQUIRES = {"mujoco": "mujoco"}  # import name -> rlpipe extra
 
 config: Dict[str, Any] = dict(
     max_env_step=1_000_000,
@@ -26,10 +25,9 @@ config: Dict[str, Any] = dict(
     ),
 )
 
-
-def main(cfg: Any) -> Dict[str, Any]:
-    return run_offpolicy(cfg, SACPolicy)
+ENTRY = Entry(name="hopper-sac", policy_cls=SACPolicy, config=config,
+              runner=run_offpolicy, requires={"mujoco": "mujoco"}, doc=__doc__)
 
 
 if __name__ == "__main__":
-    print(main(resolve_config(SACPolicy, config)))
+    print(ENTRY.run(ENTRY.resolve()))

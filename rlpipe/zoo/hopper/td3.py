@@ -9,10 +9,9 @@ reports 3,564 (Table 1, max over 1M steps).
 from typing import Any, Dict
 
 from rlpipe.policies import TD3Policy
-from rlpipe.pipelines.offpolicy import resolve_config, run_offpolicy
+from rlpipe.pipelines.offpolicy import run_offpolicy
+from rlpipe.zoo.registry import Entry
 
-POLICY = TD3Policy
-REQUIRES = {"mujoco": "mujoco"}  # import name -> rlpipe extra
 
 config: Dict[str, Any] = dict(
     max_env_step=1_000_000,
@@ -29,10 +28,9 @@ config: Dict[str, Any] = dict(
     ),
 )
 
-
-def main(cfg: Any) -> Dict[str, Any]:
-    return run_offpolicy(cfg, TD3Policy)
+ENTRY = Entry(name="hopper-td3", policy_cls=TD3Policy, config=config,
+              runner=run_offpolicy, requires={"mujoco": "mujoco"}, doc=__doc__)
 
 
 if __name__ == "__main__":
-    print(main(resolve_config(TD3Policy, config)))
+    print(ENTRY.run(ENTRY.resolve()))

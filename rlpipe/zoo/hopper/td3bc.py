@@ -7,12 +7,10 @@ another data set with `--set dataset.id=ID`. The default data set (D4RL-style me
 from typing import Any, Dict
 
 from rlpipe.policies import TD3BCPolicy
-from rlpipe.pipelines.offline import resolve_config, run_offline
+from rlpipe.pipelines.offline import run_offline
 from rlpipe.pipelines.recipes import recipe_text
+from rlpipe.zoo.registry import Entry
 
-POLICY = TD3BCPolicy
-PIPELINE = "offline"
-REQUIRES = {"mujoco": "mujoco"}  # import name -> rlpipe extra
 DATASET = "hopper/medium-v0"
 __doc__ += recipe_text(DATASET)
 
@@ -26,10 +24,9 @@ config: Dict[str, Any] = dict(
     ),
 )
 
-
-def main(cfg: Any) -> Dict[str, Any]:
-    return run_offline(cfg, TD3BCPolicy)
+ENTRY = Entry(name="hopper-td3bc", policy_cls=TD3BCPolicy, config=config,
+              runner=run_offline, pipeline="offline", requires={"mujoco": "mujoco"}, doc=__doc__)
 
 
 if __name__ == "__main__":
-    print(main(resolve_config(TD3BCPolicy, config)))
+    print(ENTRY.run(ENTRY.resolve()))

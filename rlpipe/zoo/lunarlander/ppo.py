@@ -6,10 +6,9 @@ minibatches of 64, 4 epochs, gamma 0.999, GAE lambda 0.98, entropy bonus 0.01).
 from typing import Any, Dict
 
 from rlpipe.policies import PPOPolicy
-from rlpipe.pipelines.onpolicy import resolve_config, run_onpolicy
+from rlpipe.pipelines.onpolicy import run_onpolicy
+from rlpipe.zoo.registry import Entry
 
-POLICY = PPOPolicy
-REQUIRES = {"Box2D": "box2d"}  # import name -> rlpipe extra
 
 config: Dict[str, Any] = dict(
     max_env_step=1_000_000,
@@ -24,10 +23,9 @@ config: Dict[str, Any] = dict(
     ckpt=dict(train_freq=10_240),
 )
 
-
-def main(cfg: Any) -> Dict[str, Any]:
-    return run_onpolicy(cfg, PPOPolicy)
+ENTRY = Entry(name="lunarlander-ppo", policy_cls=PPOPolicy, config=config,
+              runner=run_onpolicy, requires={"Box2D": "box2d"}, doc=__doc__)
 
 
 if __name__ == "__main__":
-    print(main(resolve_config(PPOPolicy, config)))
+    print(ENTRY.run(ENTRY.resolve()))

@@ -7,10 +7,9 @@ hundreds of thousands of env steps, far beyond the test suite's budget.
 from typing import Any, Dict
 
 from rlpipe.policies import SACPolicy
-from rlpipe.pipelines.offpolicy import resolve_config, run_offpolicy
+from rlpipe.pipelines.offpolicy import run_offpolicy
+from rlpipe.zoo.registry import Entry
 
-POLICY = SACPolicy
-REQUIRES = {"Box2D": "box2d"}  # import name -> rlpipe extra
 
 config: Dict[str, Any] = dict(
     max_env_step=500_000,
@@ -25,10 +24,9 @@ config: Dict[str, Any] = dict(
     ),
 )
 
-
-def main(cfg: Any) -> Dict[str, Any]:
-    return run_offpolicy(cfg, SACPolicy)
+ENTRY = Entry(name="lunarlandercontinuous-sac", policy_cls=SACPolicy, config=config,
+              runner=run_offpolicy, requires={"Box2D": "box2d"}, doc=__doc__)
 
 
 if __name__ == "__main__":
-    print(main(resolve_config(SACPolicy, config)))
+    print(ENTRY.run(ENTRY.resolve()))

@@ -7,9 +7,9 @@ hides the mask: the agent then has to learn the walls from the −1 of an invali
 from typing import Any, Dict
 
 from rlpipe.policies import DQNPolicy
-from rlpipe.pipelines.offpolicy import resolve_config, run_offpolicy
+from rlpipe.pipelines.offpolicy import run_offpolicy
+from rlpipe.zoo.registry import Entry
 
-POLICY = DQNPolicy
 
 config: Dict[str, Any] = dict(
     max_env_step=20_000,
@@ -25,10 +25,9 @@ config: Dict[str, Any] = dict(
     ),
 )
 
-
-def main(cfg: Any) -> Dict[str, Any]:
-    return run_offpolicy(cfg, DQNPolicy)
+ENTRY = Entry(name="maskedgrid-dqn", policy_cls=DQNPolicy, config=config,
+              runner=run_offpolicy, doc=__doc__)
 
 
 if __name__ == "__main__":
-    print(main(resolve_config(DQNPolicy, config)))
+    print(ENTRY.run(ENTRY.resolve()))

@@ -11,10 +11,9 @@ units shared by actor and critic, and truncated BPTT over chunks of 32 steps.
 from typing import Any, Dict
 
 from rlpipe.policies import PPOLSTMPolicy
-from rlpipe.pipelines.onpolicy import resolve_config, run_onpolicy
+from rlpipe.pipelines.onpolicy import run_onpolicy
+from rlpipe.zoo.registry import Entry
 
-POLICY = PPOLSTMPolicy
-REQUIRES = {"minigrid": "minigrid"}  # import name -> rlpipe extra
 
 config: Dict[str, Any] = dict(
     max_env_step=1_000_000,
@@ -30,10 +29,9 @@ config: Dict[str, Any] = dict(
     ckpt=dict(train_freq=640),
 )
 
-
-def main(cfg: Any) -> Dict[str, Any]:
-    return run_onpolicy(cfg, PPOLSTMPolicy)
+ENTRY = Entry(name="minigrid-memory-ppo-lstm", policy_cls=PPOLSTMPolicy, config=config,
+              runner=run_onpolicy, requires={"minigrid": "minigrid"}, doc=__doc__)
 
 
 if __name__ == "__main__":
-    print(main(resolve_config(PPOLSTMPolicy, config)))
+    print(ENTRY.run(ENTRY.resolve()))

@@ -12,10 +12,9 @@ grid.
 from typing import Any, Dict
 
 from rlpipe.policies import PPOPolicy
-from rlpipe.pipelines.onpolicy import resolve_config, run_onpolicy
+from rlpipe.pipelines.onpolicy import run_onpolicy
+from rlpipe.zoo.registry import Entry
 
-POLICY = PPOPolicy
-REQUIRES = {"minigrid": "minigrid"}  # import name -> rlpipe extra
 
 config: Dict[str, Any] = dict(
     max_env_step=500_000,
@@ -31,10 +30,9 @@ config: Dict[str, Any] = dict(
     ckpt=dict(train_freq=640),
 )
 
-
-def main(cfg: Any) -> Dict[str, Any]:
-    return run_onpolicy(cfg, PPOPolicy)
+ENTRY = Entry(name="minigrid-doorkey-ppo", policy_cls=PPOPolicy, config=config,
+              runner=run_onpolicy, requires={"minigrid": "minigrid"}, doc=__doc__)
 
 
 if __name__ == "__main__":
-    print(main(resolve_config(PPOPolicy, config)))
+    print(ENTRY.run(ENTRY.resolve()))

@@ -17,13 +17,12 @@ so the team return (the sum over walkers) of uniform random torques is about −
 from typing import Any, Dict
 
 from rlpipe.policies import MAPPOPolicy
-from rlpipe.pipelines.onpolicy import resolve_config, run_onpolicy
+from rlpipe.pipelines.onpolicy import run_onpolicy
+from rlpipe.zoo.registry import Entry
 
 # what env.id names: a picklable "module:factory" string (the module imports PettingZoo, so the
 # entry names it instead of importing it: listing the zoo needs no optional package)
 ENV_ID = "rlpipe.zoo.multiwalker._env:multiwalker_env"
-REQUIRES = {"pettingzoo": "marl", "Box2D": "box2d", "pygame": "box2d"}  # import -> rlpipe extra
-POLICY = MAPPOPolicy
 config: Dict[str, Any] = dict(
     max_env_step=48_000,
     env=dict(id=ENV_ID, n_envs=8, eval_n_envs=8,
@@ -39,6 +38,10 @@ config: Dict[str, Any] = dict(
     ckpt=dict(train_freq=800),  # every 50 updates (80k env steps)
 )
 
+ENTRY = Entry(name="multiwalker-mappo", policy_cls=MAPPOPolicy, config=config,
+              runner=run_onpolicy, doc=__doc__,
+              requires={"pettingzoo": "marl", "Box2D": "box2d", "pygame": "box2d"})
 
-def main(cfg: Any) -> Dict[str, Any]:
-    return run_onpolicy(cfg, MAPPOPolicy)
+
+if __name__ == "__main__":
+    print(ENTRY.run(ENTRY.resolve()))

@@ -7,11 +7,10 @@ Train on another data set with `--set dataset.id=ID`. The default data set is ma
 from typing import Any, Dict
 
 from rlpipe.policies import BCPolicy
-from rlpipe.pipelines.offline import resolve_config, run_offline
+from rlpipe.pipelines.offline import run_offline
 from rlpipe.pipelines.recipes import recipe_text
+from rlpipe.zoo.registry import Entry
 
-POLICY = BCPolicy
-PIPELINE = "offline"
 DATASET = "pendulum/medium-replay-v0"
 __doc__ += recipe_text(DATASET)
 
@@ -26,10 +25,9 @@ config: Dict[str, Any] = dict(
     ),
 )
 
-
-def main(cfg: Any) -> Dict[str, Any]:
-    return run_offline(cfg, BCPolicy)
+ENTRY = Entry(name="pendulum-bc", policy_cls=BCPolicy, config=config,
+              runner=run_offline, pipeline="offline", doc=__doc__)
 
 
 if __name__ == "__main__":
-    print(main(resolve_config(BCPolicy, config)))
+    print(ENTRY.run(ENTRY.resolve()))

@@ -13,11 +13,10 @@ The default data set is made by:
 from typing import Any, Dict
 
 from rlpipe.policies import CQLPolicy
-from rlpipe.pipelines.offline import resolve_config, run_offline
+from rlpipe.pipelines.offline import run_offline
 from rlpipe.pipelines.recipes import recipe_text
+from rlpipe.zoo.registry import Entry
 
-POLICY = CQLPolicy
-PIPELINE = "offline"
 DATASET = "pendulum/medium-replay-v0"
 __doc__ += recipe_text(DATASET)
 
@@ -33,10 +32,9 @@ config: Dict[str, Any] = dict(
     ),
 )
 
-
-def main(cfg: Any) -> Dict[str, Any]:
-    return run_offline(cfg, CQLPolicy)
+ENTRY = Entry(name="pendulum-cql", policy_cls=CQLPolicy, config=config,
+              runner=run_offline, pipeline="offline", doc=__doc__)
 
 
 if __name__ == "__main__":
-    print(main(resolve_config(CQLPolicy, config)))
+    print(ENTRY.run(ENTRY.resolve()))

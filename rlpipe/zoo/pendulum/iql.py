@@ -14,11 +14,10 @@ docs/offline.md "Results"). 8 000 updates. Train on another data set with
 from typing import Any, Dict
 
 from rlpipe.policies import IQLPolicy
-from rlpipe.pipelines.offline import resolve_config, run_offline
+from rlpipe.pipelines.offline import run_offline
 from rlpipe.pipelines.recipes import recipe_text
+from rlpipe.zoo.registry import Entry
 
-POLICY = IQLPolicy
-PIPELINE = "offline"
 DATASET = "pendulum/medium-replay-v0"
 __doc__ += recipe_text(DATASET)
 
@@ -35,10 +34,9 @@ config: Dict[str, Any] = dict(
     ),
 )
 
-
-def main(cfg: Any) -> Dict[str, Any]:
-    return run_offline(cfg, IQLPolicy)
+ENTRY = Entry(name="pendulum-iql", policy_cls=IQLPolicy, config=config,
+              runner=run_offline, pipeline="offline", doc=__doc__)
 
 
 if __name__ == "__main__":
-    print(main(resolve_config(IQLPolicy, config)))
+    print(ENTRY.run(ENTRY.resolve()))

@@ -7,9 +7,9 @@ truncated at 200 steps, so the truncation bootstrap from the final observation m
 from typing import Any, Dict
 
 from rlpipe.policies import PPOPolicy
-from rlpipe.pipelines.onpolicy import resolve_config, run_onpolicy
+from rlpipe.pipelines.onpolicy import run_onpolicy
+from rlpipe.zoo.registry import Entry
 
-POLICY = PPOPolicy
 
 config: Dict[str, Any] = dict(
     max_env_step=200_000,
@@ -25,10 +25,9 @@ config: Dict[str, Any] = dict(
     ckpt=dict(train_freq=6400),
 )
 
-
-def main(cfg: Any) -> Dict[str, Any]:
-    return run_onpolicy(cfg, PPOPolicy)
+ENTRY = Entry(name="pendulum-ppo", policy_cls=PPOPolicy, config=config,
+              runner=run_onpolicy, doc=__doc__)
 
 
 if __name__ == "__main__":
-    print(main(resolve_config(PPOPolicy, config)))
+    print(ENTRY.run(ENTRY.resolve()))

@@ -6,9 +6,9 @@ warm-up steps, Adam at 1e-3 (as rl-zoo's tuned Pendulum SAC); see docs/algorithm
 from typing import Any, Dict
 
 from rlpipe.policies import SACPolicy
-from rlpipe.pipelines.offpolicy import resolve_config, run_offpolicy
+from rlpipe.pipelines.offpolicy import run_offpolicy
+from rlpipe.zoo.registry import Entry
 
-POLICY = SACPolicy
 
 config: Dict[str, Any] = dict(
     max_env_step=20_000,
@@ -23,10 +23,9 @@ config: Dict[str, Any] = dict(
     ),
 )
 
-
-def main(cfg: Any) -> Dict[str, Any]:
-    return run_offpolicy(cfg, SACPolicy)
+ENTRY = Entry(name="pendulum-sac", policy_cls=SACPolicy, config=config,
+              runner=run_offpolicy, doc=__doc__)
 
 
 if __name__ == "__main__":
-    print(main(resolve_config(SACPolicy, config)))
+    print(ENTRY.run(ENTRY.resolve()))

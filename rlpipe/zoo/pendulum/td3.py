@@ -6,9 +6,9 @@ warm-up steps, exploration noise 0.1 of the half-range; see docs/algorithms.md.
 from typing import Any, Dict
 
 from rlpipe.policies import TD3Policy
-from rlpipe.pipelines.offpolicy import resolve_config, run_offpolicy
+from rlpipe.pipelines.offpolicy import run_offpolicy
+from rlpipe.zoo.registry import Entry
 
-POLICY = TD3Policy
 
 config: Dict[str, Any] = dict(
     max_env_step=30_000,
@@ -24,10 +24,9 @@ config: Dict[str, Any] = dict(
     ),
 )
 
-
-def main(cfg: Any) -> Dict[str, Any]:
-    return run_offpolicy(cfg, TD3Policy)
+ENTRY = Entry(name="pendulum-td3", policy_cls=TD3Policy, config=config,
+              runner=run_offpolicy, doc=__doc__)
 
 
 if __name__ == "__main__":
-    print(main(resolve_config(TD3Policy, config)))
+    print(ENTRY.run(ENTRY.resolve()))

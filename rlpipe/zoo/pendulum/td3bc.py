@@ -11,11 +11,10 @@ set with `--set dataset.id=ID`. The default data set is made by:
 from typing import Any, Dict
 
 from rlpipe.policies import TD3BCPolicy
-from rlpipe.pipelines.offline import resolve_config, run_offline
+from rlpipe.pipelines.offline import run_offline
 from rlpipe.pipelines.recipes import recipe_text
+from rlpipe.zoo.registry import Entry
 
-POLICY = TD3BCPolicy
-PIPELINE = "offline"
 DATASET = "pendulum/medium-replay-v0"
 __doc__ += recipe_text(DATASET)
 
@@ -30,10 +29,9 @@ config: Dict[str, Any] = dict(
     ),
 )
 
-
-def main(cfg: Any) -> Dict[str, Any]:
-    return run_offline(cfg, TD3BCPolicy)
+ENTRY = Entry(name="pendulum-td3bc", policy_cls=TD3BCPolicy, config=config,
+              runner=run_offline, pipeline="offline", doc=__doc__)
 
 
 if __name__ == "__main__":
-    print(main(resolve_config(TD3BCPolicy, config)))
+    print(ENTRY.run(ENTRY.resolve()))

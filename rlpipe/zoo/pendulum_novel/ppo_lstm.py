@@ -12,9 +12,9 @@ rewards by 0.1 as pendulum-ppo does, and give the run 200k steps.
 from typing import Any, Dict
 
 from rlpipe.policies import PPOLSTMPolicy
-from rlpipe.pipelines.onpolicy import resolve_config, run_onpolicy
+from rlpipe.pipelines.onpolicy import run_onpolicy
+from rlpipe.zoo.registry import Entry
 
-POLICY = PPOLSTMPolicy
 
 config: Dict[str, Any] = dict(
     max_env_step=200_000,
@@ -29,10 +29,9 @@ config: Dict[str, Any] = dict(
     ckpt=dict(train_freq=3200),
 )
 
-
-def main(cfg: Any) -> Dict[str, Any]:
-    return run_onpolicy(cfg, PPOLSTMPolicy)
+ENTRY = Entry(name="pendulum-novel-ppo-lstm", policy_cls=PPOLSTMPolicy, config=config,
+              runner=run_onpolicy, doc=__doc__)
 
 
 if __name__ == "__main__":
-    print(main(resolve_config(PPOLSTMPolicy, config)))
+    print(ENTRY.run(ENTRY.resolve()))

@@ -7,17 +7,15 @@ from typing import Any, Dict
 
 from rlpipe.policies import PPOPolicy
 from rlpipe.zoo._atari_settings import ppo_config
-from rlpipe.pipelines.onpolicy import resolve_config, run_onpolicy
+from rlpipe.pipelines.onpolicy import run_onpolicy
+from rlpipe.zoo.registry import Entry
 
-POLICY = PPOPolicy
-REQUIRES = {"ale_py": "atari"}
 
 config: Dict[str, Any] = ppo_config("pong", stop_value=20)
 
-
-def main(cfg: Any) -> Dict[str, Any]:
-    return run_onpolicy(cfg, PPOPolicy)
+ENTRY = Entry(name="pong-ppo", policy_cls=PPOPolicy, config=config,
+              runner=run_onpolicy, requires={"ale_py": "atari"}, doc=__doc__)
 
 
 if __name__ == "__main__":
-    print(main(resolve_config(PPOPolicy, config)))
+    print(ENTRY.run(ENTRY.resolve()))

@@ -20,11 +20,10 @@ from typing import Any, Dict
 
 from rlpipe.middleware import overrun_meter
 from rlpipe.policies import SACPolicy
-from rlpipe.pipelines.offpolicy import resolve_config, run_offpolicy
+from rlpipe.pipelines.offpolicy import run_offpolicy
 from rlpipe.zoo.pendulum import sac as pendulum_sac
+from rlpipe.zoo.registry import Entry
 
-POLICY = SACPolicy
-REQUIRES = {"rtgym": "realtime"}  # import name -> rlpipe extra
 
 # pendulum-sac's settings (networks, optimisers, one update per env step, 1000 warm-up steps)
 config: Dict[str, Any] = copy.deepcopy(pendulum_sac.config)
@@ -42,5 +41,9 @@ def main(cfg: Any) -> Dict[str, Any]:
     return run_offpolicy(cfg, SACPolicy, after_learner=[overrun_meter()])
 
 
+ENTRY = Entry(name="rtpendulum-sac", policy_cls=SACPolicy, config=config,
+              main=main, requires={"rtgym": "realtime"}, doc=__doc__)
+
+
 if __name__ == "__main__":
-    print(main(resolve_config(SACPolicy, config)))
+    print(ENTRY.run(ENTRY.resolve()))

@@ -3,13 +3,16 @@ observation (de Witt et al. 2020; parameters shared, with an agent id)."""
 from typing import Any, Dict
 
 from rlpipe.policies import IPPOPolicy
-from rlpipe.pipelines.onpolicy import resolve_config, run_onpolicy
+from rlpipe.pipelines.onpolicy import run_onpolicy
+from rlpipe.zoo.registry import Entry
 
 from ._common import REQUIRES, spread_config
 
-POLICY = IPPOPolicy
 config: Dict[str, Any] = spread_config()
 
+ENTRY = Entry(name="simple-spread-ippo", policy_cls=IPPOPolicy, config=config,
+              runner=run_onpolicy, requires=REQUIRES, doc=__doc__)
 
-def main(cfg: Any) -> Dict[str, Any]:
-    return run_onpolicy(cfg, IPPOPolicy)
+
+if __name__ == "__main__":
+    print(ENTRY.run(ENTRY.resolve()))

@@ -4,13 +4,16 @@ and a centralised critic on the env's global state; Yu et al. 2022's MPE setting
 from typing import Any, Dict
 
 from rlpipe.policies import MAPPOPolicy
-from rlpipe.pipelines.onpolicy import resolve_config, run_onpolicy
+from rlpipe.pipelines.onpolicy import run_onpolicy
+from rlpipe.zoo.registry import Entry
 
 from ._common import REQUIRES, spread_config
 
-POLICY = MAPPOPolicy
 config: Dict[str, Any] = spread_config()
 
+ENTRY = Entry(name="simple-spread-mappo", policy_cls=MAPPOPolicy, config=config,
+              runner=run_onpolicy, requires=REQUIRES, doc=__doc__)
 
-def main(cfg: Any) -> Dict[str, Any]:
-    return run_onpolicy(cfg, MAPPOPolicy)
+
+if __name__ == "__main__":
+    print(ENTRY.run(ENTRY.resolve()))

@@ -12,7 +12,7 @@ from rlpipe.cli import main
 from rlpipe.middleware import load_checkpoint, read_metrics
 from rlpipe.policies import DQNPolicy
 from rlpipe.runs import CheckpointError, RunDir
-from rlpipe.zoo import train
+from rlpipe.training import train
 from rlpipe.pipelines.init_from import init_policy, pick_checkpoint
 
 from .datasets import cartpole_data, pendulum_data

@@ -10,7 +10,7 @@ import torch
 
 from rlpipe.middleware import load_checkpoint
 from rlpipe.runs import RunDir
-from rlpipe.zoo import resume, train
+from rlpipe.training import resume, train
 
 from .datasets import cartpole_data
 from .test_offline_resume import COMMON

@@ -11,7 +11,7 @@ from minari.data_collector import EpisodeBuffer
 from rlpipe.cli import main
 from rlpipe.middleware import read_metrics
 from rlpipe.runs import RunDir
-from rlpipe.zoo import train
+from rlpipe.training import train
 
 from .datasets import cartpole_data
 

@@ -31,9 +31,9 @@ def test_entry_resolves_and_names_its_data_set_and_how_to_make_it(name):
     cfg = entry.resolve()
     dataset_id = cfg.dataset.id
     assert dataset_id in RECIPES, f"{name}: no recipe for its data set {dataset_id!r}"
-    assert dataset_id in entry.module.__doc__.split("\n")[0]  # the `rlpipe list` line
+    assert dataset_id in entry.doc.split("\n")[0]  # the `rlpipe list` line
     for line in RECIPES[dataset_id]:
-        assert line in entry.module.__doc__
+        assert line in entry.doc
     assert any(" dataset collect " in line and f"--id {dataset_id}" in line
                for line in RECIPES[dataset_id])
     assert entry.resolve(overrides=["dataset.id=other/data-v0"]).dataset.id == "other/data-v0"

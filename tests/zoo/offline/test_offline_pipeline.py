@@ -5,7 +5,8 @@ import pytest
 from rlpipe.contexts import OfflineRLContext
 from rlpipe.engine import contract_of
 from rlpipe.engine._scheduler import dependencies
-from rlpipe.zoo import ENTRIES, get_entry, train
+from rlpipe.zoo import ENTRIES, get_entry
+from rlpipe.training import train
 from rlpipe.pipelines.offline import build_offline
 from rlpipe.pipelines.run_keys import RUN_DEFAULTS
 

@@ -8,7 +8,7 @@ import torch
 
 from rlpipe.middleware import load_checkpoint
 from rlpipe.runs import DATASET_FILE, RunDir
-from rlpipe.zoo import resume, train
+from rlpipe.training import resume, train
 
 from .datasets import cartpole_data
 

@@ -1,15 +1,16 @@
-"""Zoo entries: finding one by name (or by algorithm and env), its config and dependencies.
+"""Zoo entries: the `Entry` record, and finding one by name (or by algorithm and env).
 
-Running an entry (`train`, `resume`) lives in `_train.py`, which asks this module for it."""
+Each entry module declares its record as `ENTRY`; `ENTRIES` names the module of each, imported
+only when the entry is asked for, so that `rlpipe list` imports no torch. Running an entry
+(`train`, `resume`) lives in `rlpipe/training.py`, which asks this module for it."""
 from __future__ import annotations
 
 import dataclasses
 import difflib
 import importlib
 import importlib.util
-import logging
 from types import ModuleType
-from typing import Any, Dict, Iterable, List, Mapping, Optional
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
 
 from easydict import EasyDict
 
@@ -44,7 +45,7 @@ ENTRIES: Dict[str, str] = {
     "pendulum-novel-ppo-lstm": "rlpipe.zoo.pendulum_novel.ppo_lstm",
     "minigrid-memory-ppo-lstm": "rlpipe.zoo.minigrid.memory_ppo_lstm",
     "cartpole-novel-r2d2": "rlpipe.zoo.cartpole_novel.r2d2",
-    # offline: trained from a data set (PIPELINE = "offline"; see rlpipe/pipelines/recipes.py)
+    # offline: trained from a data set (`pipeline="offline"`; see rlpipe/pipelines/recipes.py)
     "cartpole-bc": "rlpipe.zoo.cartpole.bc",
     "cartpole-cql": "rlpipe.zoo.cartpole.cql",
     "pendulum-bc": "rlpipe.zoo.pendulum.bc",
@@ -84,58 +85,87 @@ def require_extra(modules: Iterable[str], what: str, extra: str) -> None:
                                      f"installed; install it with: pip install \"rlpipe[{extra}]\"")
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Entry:
-    """A zoo entry: its name, module, config and `main`."""
+    """A zoo entry, declared once: what `rlpipe train NAME` trains and how.
+
+    It trains with `runner(cfg, policy_cls)`, a public pipeline function (e.g.
+    `run_offpolicy`), or, for an entry that adds to its pipeline, with `main(cfg)`; both are
+    module-level functions, so a distributed run hands them to its processes by reference."""
 
     name: str
-    module: ModuleType
+    policy_cls: type
+    config: Mapping[str, Any]
+    runner: Optional[Callable[[Any, type], Dict[str, Any]]] = None
+    main: Optional[Callable[[Any], Dict[str, Any]]] = None
+    #: "off-policy", "on-policy" or "offline" (trains on a data set); default: the policy's
+    pipeline: str = ""
+    #: optional packages it needs: import name -> the rlpipe extra that installs it
+    requires: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    #: the folder under runs/ that its runs go to; default: its name
+    run_name: str = ""
+    #: `follow_budget(cfg, explicit_keys)`: defaults that follow the budget, for unset keys
+    follow_budget: Optional[Callable[[Any, Iterable[str]], None]] = None
+    #: `resolve_config(policy_cls, entry_config, user)`; default: its pipeline's
+    resolve_config: Optional[Callable[..., EasyDict]] = None
+    #: `prepare(cfg)`, run in every process before it trains (e.g. imports the run needs)
+    prepare: Optional[Callable[[Any], None]] = None
+    #: the row of the table of standard defaults that its config comes from, if any
+    standard: Optional[str] = None
+    doc: str = ""
 
-    @property
-    def config(self) -> Mapping:
-        return self.module.config
-
-    @property
-    def policy_cls(self) -> Any:
-        return self.module.POLICY
-
-    @property
-    def run_name(self) -> str:
-        """The folder under runs/ that its runs go to (a generic entry: `<env>-<algo>`)."""
-        return getattr(self.module, "RUN_NAME", self.name)
-
-    @property
-    def pipeline(self) -> str:
-        """The pipeline that trains it: the module's `PIPELINE` ("offline" for an entry that
-        trains on a data set), else its policy class's."""
-        return getattr(self.module, "PIPELINE", getattr(self.policy_cls, "pipeline", ""))
+    def __post_init__(self) -> None:
+        if (self.runner is None) == (self.main is None):
+            raise TypeError(f"zoo entry {self.name!r}: give it either runner= (a pipeline "
+                            f"function such as run_offpolicy) or main=, not "
+                            f"{'both' if self.runner else 'neither'}")
+        if not self.pipeline:
+            object.__setattr__(self, "pipeline", getattr(self.policy_cls, "pipeline", ""))
+        if not self.run_name:
+            object.__setattr__(self, "run_name", self.name)
 
     def resolve(self, user: Optional[Mapping] = None, overrides: Iterable[str] = ()) -> EasyDict:
         """Policy defaults ← entry config ← `user` ← `--set` overrides."""
-        if self.pipeline == "offline":
-            from rlpipe.pipelines.offline import resolve_config
-        else:
-            from rlpipe.pipelines.offpolicy import resolve_config
-
-        # an entry module may bring its pipeline's own resolve_config (e.g. the on-policy one)
-        resolve = getattr(self.module, "resolve_config", resolve_config)
+        resolve = self.resolve_config or _pipeline_resolver(self.pipeline)
         cfg = apply_overrides(resolve(self.policy_cls, self.config, user), list(overrides))
-        follow_budget = getattr(self.module, "follow_budget", None)
-        if follow_budget is not None:  # a generic entry's defaults that follow the budget
-            follow_budget(cfg, explicit_keys(user, overrides))
-        return check_config(cfg)  # --set values in range too
+        if self.follow_budget is not None:
+            self.follow_budget(cfg, explicit_keys(user, overrides))
+        return check_config(cfg, keys=self.policy_cls.declared_keys("policy."))  # --set too
 
     def check_requirements(self) -> None:
-        for module_name, extra in getattr(self.module, "REQUIRES", {}).items():
+        for module_name, extra in self.requires.items():
             if importlib.util.find_spec(module_name) is None:
                 raise MissingDependencyError(
                     f"zoo entry {self.name!r} needs the optional package {module_name!r}; "
                     f"install it with: pip install \"rlpipe[{extra}]\""
                 )
 
-    def main(self, cfg: Any) -> Dict[str, Any]:
+    def run(self, cfg: Any) -> Dict[str, Any]:
+        """Train on the resolved `cfg` in this process; returns the run's summary."""
         self.check_requirements()
-        return self.module.main(cfg)
+        if self.prepare is not None:
+            self.prepare(cfg)
+        if self.main is not None:
+            return self.main(cfg)
+        return self.runner(cfg, self.policy_cls)
+
+    def job(self) -> Any:
+        """What each process of a distributed run trains (`rlpipe.pipelines.distributed`)."""
+        from rlpipe.pipelines.distributed import Job
+
+        return Job.of(self.name, self.policy_cls, runner=self.runner, main=self.main,
+                      prepare=self.prepare, requires=self.requires)
+
+
+def _pipeline_resolver(pipeline: str) -> Callable[..., EasyDict]:
+    """The `resolve_config` of pipeline `pipeline` (imported now: it imports torch)."""
+    if pipeline == "on-policy":
+        from rlpipe.pipelines.onpolicy import resolve_config
+    elif pipeline == "offline":
+        from rlpipe.pipelines.offline import resolve_config
+    else:
+        from rlpipe.pipelines.offpolicy import resolve_config
+    return resolve_config
 
 
 def list_entries() -> List[str]:
@@ -151,41 +181,35 @@ def listed_algorithms(source: str) -> List[str]:
     return sorted(n for n, pipeline in BUILT_IN_PIPELINES.items() if pipeline in wanted[source])
 
 
+def _generic() -> ModuleType:
+    """`generic.py`, which builds the `ALGO@ENV` entries: imported on first use, by name, as
+    the entry modules are (it imports the policies, and torch; like them, it imports this
+    module for `Entry`)."""
+    return importlib.import_module(f"{__package__}.generic")
+
+
 def get_entry(name: str, stop_value: Optional[float] = None, imports: Iterable[str] = ()) -> Entry:
     """The zoo entry called `name`; an unknown name is an error listing close matches.
 
-    A name ``ALGO@ENV`` is a generic entry (see `_generic.py`): the algorithm's defaults on that
+    A name ``ALGO@ENV`` is a generic entry (see `generic.py`): the algorithm's defaults on that
     env, with `stop_value` and `imports` (modules imported first) in its config."""
-    from ._generic import build_module, is_generic  # imports the policies (and torch)
-
-    if is_generic(name):
-        return Entry(name, build_module(name, stop_value, imports))
+    if "@" in name:
+        return _generic().build_entry(name, stop_value, imports)
     if name not in ENTRIES:
         close = difflib.get_close_matches(name, list(ENTRIES), n=3, cutoff=0.5)
         hint = f" Did you mean {', '.join(close)}?" if close else ""
         raise KeyError(f"unknown zoo entry {name!r}.{hint} `rlpipe list` shows all "
                        f"entries: {', '.join(list_entries())}")
-    return Entry(name, importlib.import_module(ENTRIES[name]))
-
-
-def _drop_stale_stop_value(entry: Entry, cfg: Any, overrides: Iterable[str]) -> None:
-    """`--set env.id=OTHER` on an entry keeps a stop value tuned for the entry's env: drop it
-    (one warning line) unless `--set env.stop_value=...` sets one for the new env."""
-    tuned_for = entry.config.get("env", {}).get("id")
-    sets_stop = any(o.split("=", 1)[0].strip() == "env.stop_value" for o in overrides)
-    if (tuned_for is not None and cfg.env.id != tuned_for and cfg.env.stop_value is not None
-            and not sets_stop):
-        logging.getLogger("rlpipe").warning(
-            "env.id=%s: dropped the stop_value %s that %s tuned for %s (the run uses its whole "
-            "budget); set one with --set env.stop_value=V", cfg.env.id, cfg.env.stop_value,
-            entry.name, tuned_for)
-        cfg.env.stop_value = None
+    entry = getattr(importlib.import_module(ENTRIES[name]), "ENTRY", None)
+    if not isinstance(entry, Entry) or entry.name != name:
+        raise TypeError(f"zoo entry {name!r}: its module {ENTRIES[name]} must end with "
+                        f"`ENTRY = Entry(name={name!r}, ...)`, found {entry!r}")
+    return entry
 
 
 def _entry_to_train(name: Optional[str], algo: Optional[str], env: Optional[str],
                     imports: List[str], dataset: Optional[str] = None) -> Entry:
-    from ._generic import generic_name  # imports the policies (and torch)
-
+    generic_name = _generic().generic_name
     if dataset is not None:
         if name:
             raise ValueError(f"give a zoo entry ({name!r}) or --algo/--dataset, not both; to "
@@ -196,7 +220,8 @@ def _entry_to_train(name: Optional[str], algo: Optional[str], env: Optional[str]
         generic, stop_value = generic_name(algo, env, imports, dataset=dataset)
         entry = get_entry(generic, stop_value, imports)
         if env:  # the eval env (default: the data set's own)
-            entry.module.config["env"]["id"] = env
+            entry = dataclasses.replace(entry, config={**entry.config,
+                                                       "env": {**entry.config["env"], "id": env}})
         return entry
     if algo is None and env is None:
         if not name:

@@ -1,11 +1,12 @@
 """TMRL's shape on a Ray cluster: a served hub, a trainer, rollout workers joining at will.
 
 - `serve(name, address)` starts the hub as a named, detached actor on the head node;
-- `train(entry, hub=name, ray_address=address)` (`rlpipe trainer`) runs the entry's learner
-  (and evaluator) in this process, attached to that hub, through `run_trainer` below;
+- `rlpipe.training.train(entry, hub=name, ray_address=address)` (`rlpipe trainer`) runs the
+  entry's learner (and evaluator) in this process, attached to that hub, through `run_trainer`
+  below;
 - `worker(name, address, n)` (`rlpipe worker`) adds n collectors of that training, on this
   machine's node; they run the same `role_main` as the collectors of `rlpipe train
-  --collectors`, with the config the trainer published, so samples, compression, weight
+  --collectors`, with the job and config the trainer published, so samples, compression, weight
   versions and the exchange middleware are those of any distributed run.
 
 The learner logs `collect/workers` (collectors there now), `collect/lost_workers` (whose node
@@ -19,7 +20,7 @@ from typing import Any, Dict, Optional
 from rlpipe.config import to_plain
 from rlpipe.engine import parallel
 
-from ._parallel import role_main
+from .distributed import Job, role_main
 
 log = logging.getLogger("rlpipe")
 
@@ -44,13 +45,14 @@ def stop(name: str, address: Optional[str] = None) -> str:
             f"{state['joined']} collector(s), {len(state['lost'])} lost")
 
 
-def run_trainer(entry_name: str, cfg: Any, address: Optional[str], hub: str) -> Dict[str, Any]:
-    """The learner of a training on served hub `hub` (what `train(..., hub=...)` runs)."""
+def run_trainer(job: Job, cfg: Any, address: Optional[str], hub: str) -> Dict[str, Any]:
+    """The learner of `job` on served hub `hub` (what `train(..., hub=...)` runs); the hub
+    hands the job and config to the workers that join."""
     plain = to_plain(cfg)
     log.info("trainer of hub %r on %s: waiting for workers (`rlpipe worker %s --address %s`)",
              hub, address or "auto", hub, address or "auto")
-    with parallel.trainer_link(hub, address, (entry_name, plain)) as learner:
-        result = role_main(entry_name, plain)
+    with parallel.trainer_link(hub, address, (job, plain)) as learner:
+        result = role_main(job, plain)
         state = learner.state()
     result = dict(result or {})
     result["collectors"] = int(state["joined"])

@@ -1,7 +1,9 @@
-"""Distributed zoo runs: the entry's own `main(cfg)` in a learner and N collector Ray actors.
+"""Distributed runs: one pipeline in a learner and N collector processes (Ray actors, or child
+processes with the local backend), and an evaluator process if asked.
 
-The driver (the `rlpipe train` process) ships the resolved config as plain dicts (EasyDict does
-not survive pickling intact) and `role_main` rebuilds it in each actor. Collectors and the
+The driver (the `rlpipe train` process) ships a `Job`, what to run named by reference, and the
+resolved config as plain dicts (EasyDict does not survive pickling intact); `role_main`
+rebuilds the config in each process and runs the job on it. Collectors and the
 evaluator write nothing to the run folder: each gets its own seed, no run_dir, no progress bar;
 the learner writes the log, metrics and checkpoints as a single process does. In a Ray run the
 driver draws the progress bar and prints the learner's log lines through it (`DriverProgress`
@@ -10,9 +12,13 @@ runs in the driver and draws its bar itself.
 """
 from __future__ import annotations
 
+import dataclasses
+import importlib
+import importlib.util
 import logging
 import os
-from typing import Any, Callable, Dict, Optional
+import sys
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from easydict import EasyDict
 
@@ -43,6 +49,77 @@ def check_distributed(name: str, cfg: Any, collectors: int) -> None:
         parallel.require_ray()
 
 
+def reference(obj: Any, what: str) -> str:
+    """`obj` (a module-level function or class) as "module:qualname", the form a process
+    imports it back from; anything else (a lambda, a nested function, a partial) is refused."""
+    module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    if not module or not qualname or "<" in qualname or module == "__main__":
+        raise TypeError(f"{what} {obj!r} cannot be handed to the processes of a distributed run: "
+                        f"make it a function or class at the top level of an importable module")
+    return f"{module}:{qualname}"
+
+
+def load(ref: str) -> Any:
+    """What reference "module:qualname" names, its module imported (the current folder is on
+    the import path, as for `--import`)."""
+    module, _, qualname = ref.partition(":")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        found: Any = importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(f"distributed run: cannot import {module!r} for {ref!r} in this "
+                          f"process ({exc}); it must be importable on every node") from exc
+    for part in qualname.split("."):
+        if not hasattr(found, part):
+            raise AttributeError(f"distributed run: {ref!r} names no attribute {part!r}; "
+                                 f"name a module-level function or class")
+        found = getattr(found, part)
+    return found
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """What every process of a distributed run trains, by reference ("module:qualname"), so
+    that it pickles to any process: `runner(cfg, policy)` (a pipeline function such as
+    `run_offpolicy`) or `main(cfg)`, after `prepare(cfg)` when given; `requires` are the
+    optional packages each process needs (import name -> rlpipe extra)."""
+
+    name: str
+    policy: str
+    runner: Optional[str] = None
+    main: Optional[str] = None
+    prepare: Optional[str] = None
+    requires: Tuple[Tuple[str, str], ...] = ()
+
+    @classmethod
+    def of(cls, name: str, policy_cls: type, runner: Optional[Callable[..., Any]] = None,
+           main: Optional[Callable[..., Any]] = None,
+           prepare: Optional[Callable[..., Any]] = None,
+           requires: Mapping[str, str] = {}) -> "Job":
+        if (runner is None) == (main is None):
+            raise TypeError(f"Job {name!r}: give it either runner= (a pipeline function such "
+                            f"as run_offpolicy) or main=, not {'both' if runner else 'neither'}")
+        return cls(name, reference(policy_cls, f"{name}: policy class"),
+                   runner and reference(runner, f"{name}: pipeline function"),
+                   main and reference(main, f"{name}: main"),
+                   prepare and reference(prepare, f"{name}: prepare"),
+                   tuple(sorted(requires.items())))
+
+    def run(self, cfg: Any) -> Dict[str, Any]:
+        """Train on `cfg` in this process; returns the run's summary."""
+        for module_name, extra in self.requires:
+            if importlib.util.find_spec(module_name) is None:
+                raise ImportError(f"{self.name} needs the optional package {module_name!r} in "
+                                  f"every process of the run; install it with: pip install "
+                                  f"\"rlpipe[{extra}]\"")
+        if self.prepare is not None:
+            load(self.prepare)(cfg)
+        if self.main is not None:
+            return load(self.main)(cfg)
+        return load(self.runner)(cfg, load(self.policy))
+
+
 def role_seed(seed: int, link: Any) -> int:
     """The seed of this process: the run's seed on the learner, distinct ones elsewhere."""
     if link.role is Role.LEARNER:
@@ -51,10 +128,9 @@ def role_seed(seed: int, link: Any) -> int:
     return seed + base + link.attempt * RESTART_SEED_STEP
 
 
-def role_main(name: str, plain_cfg: Dict[str, Any]) -> Optional[Dict[str, Any]]:
-    """What every actor runs: the zoo entry's main() on the rebuilt config, set for its role.
-    Returns the learner's summary (with `collectors` and `collector_restarts`), else None."""
-    from ._registry import get_entry
+def role_main(job: Job, plain_cfg: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """What every actor runs: `job` on the rebuilt config, set for its role. Returns the
+    learner's summary (with `collectors` and `collector_restarts`), else None."""
     from rlpipe.runs.create import attach_log_file
 
     link = parallel.link()
@@ -80,7 +156,7 @@ def role_main(name: str, plain_cfg: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     try:
         if link.attempt:
             log.warning("%s restarted (attempt %d)", link.name, link.attempt)
-        result = get_entry(name).main(cfg)
+        result = job.run(cfg)
         if link.role is Role.EVALUATOR:  # a learner waiting for a final evaluation stops waiting
             link.add({EVALUATOR_EXITS: 1})
         if learner:
@@ -136,11 +212,11 @@ def _backend_options(par: Any) -> Dict[str, Any]:
     return {"backend": backend, "resources": par.get("resources")}
 
 
-def run_distributed(name: str, cfg: Any, address: Optional[str] = None,
+def run_distributed(job: Job, cfg: Any, address: Optional[str] = None,
                     init_options: Optional[Dict[str, Any]] = None,
                     main: Callable[..., Any] = role_main) -> Dict[str, Any]:
-    """Train with `cfg.parallel.collectors` collector actors (and an evaluator actor when
-    `cfg.parallel.evaluator`); returns the learner's summary. `main(name, plain_cfg)` is what
+    """Train `job` with `cfg.parallel.collectors` collector actors (and an evaluator actor when
+    `cfg.parallel.evaluator`); returns the learner's summary. `main(job, plain_cfg)` is what
     each actor runs (`role_main`, or a wrapper of it)."""
     par = cfg.parallel
     log.info("distributed run: 1 learner, %d collectors%s", par.collectors,
@@ -154,7 +230,7 @@ def run_distributed(name: str, cfg: Any, address: Optional[str] = None,
     try:
         return parallel.launch(main, collectors=int(par.collectors),
                                evaluator=bool(par.evaluator), address=address,
-                               args=(name, to_plain(cfg)), queue_size=par.queue_size,
+                               args=(job, to_plain(cfg)), queue_size=par.queue_size,
                                init_options=init_options, **options)
     except parallel.LearnerDiedError as err:
         hint = (f"; continue from its last checkpoint with `rlpipe train --resume {cfg.run_dir}`"

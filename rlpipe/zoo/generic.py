@@ -7,8 +7,9 @@ on-policy) is the one the policy class declares in its `pipeline` attribute, so 
 registered with `rlpipe.policies.register_policy` trains the same way.
 
 `rlpipe train --algo dqn --dataset cartpole/expert-v0 [--env ID]` trains the entry named
-``"dqn@dataset:cartpole/expert-v0"``: the offline pipeline (`_offline.py`) on that data set,
-evaluated in `--env` or the data set's own env, in `runs/cartpole-expert-v0-dqn/<timestamp>/`.
+``"dqn@dataset:cartpole/expert-v0"``: the offline pipeline (`rlpipe/pipelines/offline.py`) on
+that data set, evaluated in `--env` or the data set's own env, in
+`runs/cartpole-expert-v0-dqn/<timestamp>/`.
 Offline policies (`pipeline = "offline"`) and off-policy ones train there; an offline policy
 given an env and no data set trains online in the off-policy pipeline (e.g. fine-tuning with
 `--init-from`).
@@ -23,11 +24,11 @@ given an env and no data set trains online in the off-policy pipeline (e.g. fine
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import re
 import sys
-import types
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 import gymnasium as gym
@@ -38,6 +39,8 @@ from rlpipe import standard_defaults
 from rlpipe.envs._registry import registered_envs, resolve_env
 from rlpipe.policies import Policy, get_policy, policy_names
 from rlpipe.policies.registry import registered_name, spaces_line
+
+from .registry import Entry
 
 SEP = "@"
 DATASET = "dataset:"  # an offline entry's ENV part: dataset:<data set id>
@@ -254,17 +257,37 @@ def _imports_of(config: Mapping, where: str) -> Tuple[Dict[str, Any], List[str]]
     return rest, list(imports)
 
 
-def build_module(name: str, stop_value: Optional[float] = None,
-                 imports: Iterable[str] = ()) -> types.ModuleType:
-    """The module-like object of generic entry `name` (``ALGO@ENV``): `POLICY`, `config`,
-    `resolve_config` and `main`, as a zoo entry module has."""
+def prepare_run(cfg: Any) -> None:
+    """What a generic entry's run needs in each of its processes before it trains: the
+    modules of its `imports` imported, and a `module:attr` env registered."""
+    import_modules(cfg.get("imports", []))
+    if cfg.env.id is not None:
+        prepare_env(cfg.env.id)
+
+
+def _resolve_with_imports(base_resolve: Callable[..., EasyDict], standard_name: Optional[str],
+                          policy_cls: Any, entry_config: Mapping,
+                          user: Optional[Mapping] = None) -> EasyDict:
+    """The pipeline's resolve_config, with the run's `imports` (the user's, else the entry's)
+    imported first and recorded in the config, and the budget-following standard defaults."""
+    entry_rest, imports = _imports_of(entry_config, "the entry config's")
+    user_rest, user_imports = _imports_of(user or {}, "the config's")
+    imports = user_imports or imports
+    import_modules(imports)
+    cfg = base_resolve(policy_cls, entry_rest, user_rest)
+    cfg.imports = imports
+    standard_defaults.budget_rules(standard_name, cfg, standard_defaults.explicit_keys(user_rest))
+    return cfg
+
+
+def build_entry(name: str, stop_value: Optional[float] = None,
+                imports: Iterable[str] = ()) -> Entry:
+    """The record of generic entry `name` (``ALGO@ENV``)."""
     algo, _, env_id = name.partition(SEP)
     if not algo or not env_id:
         raise ValueError(f"generic entry {name!r}: expected ALGO{SEP}ENV (e.g. ppo{SEP}CartPole-v1)")
     import_modules(imports)
     cls = policy_class(algo)
-    module = types.ModuleType(f"rlpipe.zoo.generic[{name}]")
-    module.POLICY = cls
     # the row of rlpipe's own algorithms in the table of standard defaults (online runs only:
     # an offline run's keys are the data set's and its policy's)
     standard_name = None if env_id.startswith(DATASET) else builtin_name(cls)
@@ -272,53 +295,27 @@ def build_module(name: str, stop_value: Optional[float] = None,
         dataset_id = env_id[len(DATASET):]
         check_offline_capable(algo, cls)
         pipeline = "offline"
-        module.__doc__ = (f"{cls.__name__} trained offline on data set {dataset_id} with the "
-                          f"algorithm's defaults (`rlpipe train --algo {algo} --dataset "
-                          f"{dataset_id}`).")
-        module.RUN_NAME = run_name(algo, dataset_id)
-        module.config = {"dataset": {"id": dataset_id}, "env": {"stop_value": stop_value},
-                         "imports": list(imports)}
+        doc = (f"{cls.__name__} trained offline on data set {dataset_id} with the algorithm's "
+               f"defaults (`rlpipe train --algo {algo} --dataset {dataset_id}`).")
+        folder = run_name(algo, dataset_id)
+        config: Dict[str, Any] = {"dataset": {"id": dataset_id}, "env": {"stop_value": stop_value},
+                                  "imports": list(imports)}
     else:
         prepare_env(env_id)
         pipeline = "on-policy" if cls.pipeline == "on-policy" else "off-policy"
-        module.__doc__ = (f"{cls.__name__} on {env_id} with the algorithm's standard defaults "
-                          f"(`rlpipe train --algo {algo} --env {env_id}`; `rlpipe config` names "
-                          f"the source of each).")
-        module.RUN_NAME = run_name(algo, env_id)
+        doc = (f"{cls.__name__} on {env_id} with the algorithm's standard defaults (`rlpipe "
+               f"train --algo {algo} --env {env_id}`; `rlpipe config` names the source of each).")
+        folder = run_name(algo, env_id)
         standard = standard_defaults.standard_config(standard_name)
-        module.config = {**standard, "env": {**standard.get("env", {}), "id": env_id,
-                                             "stop_value": stop_value},
-                         "imports": list(imports)}
-    module.PIPELINE = pipeline
-    module.STANDARD = standard_name
-    base_resolve = _resolver(pipeline)
-
-    def resolve_config(policy_cls: Any, entry_config: Mapping,
-                       user: Optional[Mapping] = None) -> EasyDict:
-        entry_rest, imports = _imports_of(entry_config, "the entry config's")
-        user_rest, user_imports = _imports_of(user or {}, "the config's")
-        imports = user_imports or imports
-        import_modules(imports)
-        cfg = base_resolve(policy_cls, entry_rest, user_rest)
-        cfg.imports = imports
-        follow_budget(cfg, standard_defaults.explicit_keys(user_rest))
-        return cfg
-
-    def follow_budget(cfg: Any, explicit: Iterable[str]) -> None:
-        """The standard defaults that follow the budget (e.g. DQN's ε decay), for the keys
-        the user did not set."""
-        standard_defaults.budget_rules(standard_name, cfg, explicit)
-
-    def main(cfg: Any) -> Dict[str, Any]:
-        import_modules(cfg.get("imports", []))
-        if cfg.env.id is not None:
-            prepare_env(cfg.env.id)
-        return _runner(pipeline)(cfg, cls)
-
-    module.resolve_config = resolve_config
-    module.follow_budget = follow_budget
-    module.main = main
-    return module
+        config = {**standard, "env": {**standard.get("env", {}), "id": env_id,
+                                      "stop_value": stop_value},
+                  "imports": list(imports)}
+    return Entry(name=name, policy_cls=cls, config=config, runner=_runner(pipeline),
+                 pipeline=pipeline, run_name=folder,
+                 follow_budget=functools.partial(standard_defaults.budget_rules, standard_name),
+                 resolve_config=functools.partial(_resolve_with_imports, _resolver(pipeline),
+                                                  standard_name),
+                 prepare=prepare_run, standard=standard_name, doc=doc)
 
 
 def generic_name(algo: str, env_id: Optional[str], imports: Iterable[str] = (),

@@ -1,8 +1,9 @@
-"""Running zoo entries: `train` (a new run folder) and `resume` (a run folder's newest
-resumable checkpoint), with a graceful stop on SIGINT/SIGTERM (`Interrupted`).
+"""Training zoo entries: `train` (a new run folder) and `resume` (a run folder's newest
+resumable checkpoint), with a graceful stop on SIGINT/SIGTERM (`Interrupted`); the scripting
+form of `rlpipe train`, also reachable as `rlpipe.train` and `rlpipe.resume`.
 
-The entries themselves are found by `_registry.py`; a distributed run is handed to
-`_parallel.py`."""
+The entries themselves are found by `rlpipe/zoo/registry.py`; a distributed run is handed to
+`rlpipe/pipelines/distributed.py` (or `remote.py`, on a served hub) with what to run."""
 from __future__ import annotations
 
 import contextlib
@@ -17,7 +18,7 @@ from rlpipe.config_checks import budget_warnings
 from rlpipe.runs import RunLock, check_unlocked, holds_run_lock
 
 from rlpipe.runs.folder_errors import run_folder_errors
-from ._registry import Entry, _drop_stale_stop_value, _entry_to_train, get_entry
+from rlpipe.zoo.registry import Entry, _entry_to_train, get_entry
 
 
 class Interrupted(Exception):
@@ -87,16 +88,16 @@ def _run(entry: Entry, cfg: Any, ray_address: Optional[str] = None,
     try:
         with _graceful_stop():
             if hub:
-                from ._cluster import run_trainer
+                from rlpipe.pipelines.remote import run_trainer
 
-                result = run_trainer(entry.name, cfg, ray_address, hub)
+                result = run_trainer(entry.job(), cfg, ray_address, hub)
             elif (cfg.get("parallel", {}).get("collectors", 0) > 0
                   or cfg.get("parallel", {}).get("evaluator")):  # offline --async: 0 collectors
-                from ._parallel import run_distributed
+                from rlpipe.pipelines.distributed import run_distributed
 
-                result = run_distributed(entry.name, cfg, ray_address)
+                result = run_distributed(entry.job(), cfg, ray_address)
             else:
-                result = entry.main(cfg)
+                result = entry.run(cfg)
         return result
     except Interrupted as stop:  # the run ended cleanly: its folder and summary go with it
         raise Interrupted(stop.signum, cfg.run_dir, result) from None
@@ -112,6 +113,20 @@ def _run(entry: Entry, cfg: Any, ray_address: Optional[str] = None,
             handler.close()
         if failed and not keep:
             discard_unstarted(cfg.run_dir, created)
+
+
+def drop_stale_stop_value(entry: Entry, cfg: Any, overrides: Iterable[str]) -> None:
+    """`--set env.id=OTHER` on an entry keeps a stop value tuned for the entry's env: drop it
+    (one warning line) unless `--set env.stop_value=...` sets one for the new env."""
+    tuned_for = entry.config.get("env", {}).get("id")
+    sets_stop = any(o.split("=", 1)[0].strip() == "env.stop_value" for o in overrides)
+    if (tuned_for is not None and cfg.env.id != tuned_for and cfg.env.stop_value is not None
+            and not sets_stop):
+        logging.getLogger("rlpipe").warning(
+            "env.id=%s: dropped the stop_value %s that %s tuned for %s (the run uses its whole "
+            "budget); set one with --set env.stop_value=V", cfg.env.id, cfg.env.stop_value,
+            entry.name, tuned_for)
+        cfg.env.stop_value = None
 
 
 def train(name: Optional[str] = None, seed: int = 0, overrides: Iterable[str] = (),
@@ -144,8 +159,9 @@ def train(name: Optional[str] = None, seed: int = 0, overrides: Iterable[str] = 
     evaluator process with `evaluator`) on Ray (`backend="ray"`, the default; `ray_address`
     names a cluster, default a local Ray) or in child processes (`backend="local"`).
     `hub`: instead, the learner of a training on the hub of that name served on the cluster at
-    `ray_address` (`rlpipe serve`), whose collectors `rlpipe worker` adds (rlpipe.zoo._cluster)."""
-    from ._parallel import check_distributed
+    `ray_address` (`rlpipe serve`), whose collectors `rlpipe worker` adds
+    (rlpipe.pipelines.remote)."""
+    from rlpipe.pipelines.distributed import check_distributed
     from rlpipe.runs.create import new_run_dir
     from rlpipe.runs.guard import claim_run_dir
 
@@ -185,10 +201,10 @@ def train(name: Optional[str] = None, seed: int = 0, overrides: Iterable[str] = 
         user["parallel"] = {"collectors": 1, "evaluator": True, "backend": backend or "local"}
     overrides = list(overrides)
     cfg = entry.resolve(user, overrides)
-    _drop_stale_stop_value(entry, cfg, overrides)
+    check_distributed(name, cfg, cfg.get("parallel", {}).get("collectors", 0))
+    drop_stale_stop_value(entry, cfg, overrides)
     for warning in budget_warnings(cfg):
         logging.getLogger("rlpipe").warning("%s: %s", name, warning)
-    check_distributed(name, cfg, cfg.get("parallel", {}).get("collectors", 0))
     if cfg.get("init_from"):
         _check_init_from(entry, cfg)
     created = True
@@ -232,7 +248,7 @@ def _check_init_from(entry: Entry, cfg: Any) -> None:
     config.json) must fit this run's (one line otherwise)."""
     from rlpipe.runs import RunDir
 
-    from ._generic import spaces_of
+    from rlpipe.zoo.generic import spaces_of
     from rlpipe.pipelines.init_from import check_source
     from rlpipe.runs.create import read_config
 
@@ -258,8 +274,7 @@ def resume(run_dir: str, name: Optional[str] = None, overrides: Iterable[str] = 
     `hub` (`rlpipe trainer NAME --resume RUN_DIR`): continue as the learner of that served hub,
     whose collectors `rlpipe worker` adds."""
     from rlpipe.middleware import load_checkpoint
-
-    from ._parallel import check_distributed
+    from rlpipe.pipelines.distributed import check_distributed
     from rlpipe.pipelines.resume import prepare_resume
     from rlpipe.runs.resume_checks import check_budget_left, check_resume_overrides
     from rlpipe.runs.create import read_config
