@@ -17,8 +17,10 @@
 - `export_run(RUN, fmt)` (`rlpipe export`): the greedy policy as an ONNX or TorchScript file
   that runs without rlpipe, kept only when its actions match the policy's (`ExportError`
   otherwise).
-- `TuneSpec`, `prepare`, `work`, `write_best` (`rlpipe tune`): an Optuna study whose trials are
-  run folders, and its best.yaml; `space_for(algo)` is what a study of `algo` samples.
+- `tune_study(NAME, trials=N, budget=STEPS)` (`rlpipe tune`): an Optuna study whose trials are
+  run folders; it writes best.yaml and returns the best trial as a `TuneResult` (a `jobs > 1`
+  worker that fails raises `TuneWorkerError`); `space_for(algo)` is what a study of `algo`
+  samples.
 - `collect_dataset(ID, run_dir=... | random)` and `export_replay(RUN, ID)` (`rlpipe dataset
   collect`): Minari data sets rolled by a run's (or a random) policy, or from a saved replay.
 - `load_train_config(FILE)` / `write_train_config` (`rlpipe train --config FILE`): the YAML file
@@ -37,7 +39,7 @@ _WHERE = {"evaluate_run": "evaluate", "load_run": "evaluate", "run_env": "evalua
           "entry_graph": "graph", "pipeline_graph": "graph", "format_graph": "graph",
           "draw_graph": "graph_draw", "save_figure": "figures",
           "export_run": "export", "ExportError": "_export_face",
-          "TuneSpec": "tune", "prepare": "tune", "work": "tune", "write_best": "tune",
+          "tune_study": "tune", "TuneResult": "tune", "TuneWorkerError": "tune",
           "space_for": "tune_space",
           "collect_dataset": "dataset", "export_replay": "dataset",
           "load_train_config": "config_file", "write_train_config": "config_file"}

@@ -1,4 +1,5 @@
-"""`rlpipe tune`: the study (Optuna, in SQLite in the tune folder by default) and its trials.
+"""`rlpipe tune`: the study (Optuna, in SQLite in the tune folder by default) and its trials;
+`tune_study(...)` runs one to its trial count and returns its best trial (`TuneResult`).
 
 Each trial is a normal run folder (`DIR/trials/trial-NNNN/`) trained by `train()` with the
 trial's values as `--set` overrides and the tuning budget. Every evaluation the run's evaluator
@@ -13,6 +14,9 @@ Interrupted trials (FAIL without an `error` user attribute) do not count toward 
 complete, pruned and failed ones (FAIL with the error) do. One tune at a time per folder (a
 lock file); its worker processes claim trials under a second lock, so a study never runs more
 than `--trials`.
+
+The function is `tune_study`, not `tune`: `rlpipe.tools.tune` is this module, and a package
+attribute cannot be both.
 """
 from __future__ import annotations
 
@@ -23,8 +27,11 @@ import importlib.util
 import json
 import logging
 import math
+import multiprocessing
 import os
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+import signal
+import sys
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from rlpipe.runs import atomic_write_json
 from rlpipe.zoo.registry import Entry, _entry_to_train
@@ -37,6 +44,10 @@ TUNE_FILE = "tune.json"
 """In each trial's run folder: the trial's number, state and values."""
 WARMUP_EVALS = 1
 """Evaluations never pruned on: the first one is of the untrained policy."""
+POLL_S = 1.0
+"""With --jobs K: how often the progress bar is redrawn while the workers run."""
+GRACE_S = 5.0
+"""After a Ctrl-C, how long a worker may take to stop on its own before it is sent one."""
 
 
 @dataclasses.dataclass
@@ -298,8 +309,70 @@ def work(study: Study, worker: int = 0, after_trial: Any = None) -> None:
             after_trial(opened)
 
 
-def write_best(study: Study, opened: Any) -> str:
-    """best.yaml: the best complete trial's config, loadable by `rlpipe train --config`."""
+@dataclasses.dataclass
+class TuneResult:
+    """What a study found: its best complete trial and the best.yaml that trains it again."""
+
+    trial: int
+    """The best trial's number (its run folder is `run_dir`)."""
+    value: float
+    """Its final evaluation return, the study's objective."""
+    config: Dict[str, Any]
+    """The config keys it trained with (dotted, as in best.yaml's `config:`): the sampled
+    values as applied and the study's fixed `overrides`."""
+    best_yaml: str
+    """best.yaml: what `rlpipe train --config` or `load_train_config` reads."""
+    run_dir: str
+    """The best trial's run folder."""
+    study: Any
+    """The Optuna study, every trial of it included (`study.trials`)."""
+
+    def table(self, top: int = 10) -> str:
+        """The `top` best trials, one row each, as `rlpipe tune` prints them."""
+        return table(self.study, top)
+
+
+class TuneWorkerError(RuntimeError):
+    """A `jobs > 1` worker process stopped with an error (its traceback is on stderr)."""
+
+
+def tune_study(name: Optional[str] = None, *, trials: int, budget: int,
+               algo: Optional[str] = None, env: Optional[str] = None,
+               imports: Iterable[str] = (), jobs: int = 1, storage: Optional[str] = None,
+               space: Optional[str] = None, seed: int = 0, out: Optional[str] = None,
+               overrides: Iterable[str] = (), prune_after: int = 5, prune: bool = True,
+               progress: bool = True) -> TuneResult:
+    """Tune zoo entry `name` (or `algo` on `env`) with `trials` trials of `budget` env steps
+    each, write best.yaml in the tune folder `out` (default runs/tune/<entry>/) and return the
+    best trial: the scripting form of `rlpipe tune` (each argument is its option of that name;
+    `space` is a space file).
+
+    Calling it again with the same arguments resumes the study. The arguments are checked
+    before anything is written (ValueError, one line each). A trial stopped by SIGINT/SIGTERM
+    raises the run's `Interrupted`, a Ctrl-C with `jobs > 1` KeyboardInterrupt; either way the
+    running trials are marked failed and tried again on the next call. With `jobs > 1` the
+    workers are spawned processes, so a script calls this under ``if __name__ == "__main__":``.
+    """
+    spec = TuneSpec(name, algo, env, list(imports), trials, budget, jobs, storage, space, seed,
+                    out, list(overrides), prune_after, prune)
+    study = prepare(spec)
+    with folder_lock(study.out):
+        opened = begin(study)
+        bar = _bar(spec.trials, counted(opened)[0], progress)
+        try:
+            if spec.jobs == 1:
+                work(study, 0, after_trial=lambda o: _advance(bar, o))
+            else:
+                _work_in_processes(study, bar)
+        finally:
+            if bar is not None:
+                bar.close()
+        return write_best(study, study.open())
+
+
+def write_best(study: Study, opened: Any) -> TuneResult:
+    """best.yaml: the best complete trial's config, loadable by `rlpipe train --config`; the
+    result names the trial and the file."""
     from optuna.trial import TrialState
 
     complete = opened.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
@@ -324,7 +397,74 @@ def write_best(study: Study, opened: Any) -> str:
               f"  rlpipe train --config {path}")
     write_train_config(path, {**target, "seed": spec.seed, "max_env_steps": spec.budget}, config,
                        header)
-    return path
+    return TuneResult(best.number, float(best.value), config, path,
+                      best.user_attrs.get("run_dir"), opened)
+
+
+def _bar(total: int, done: int, show: bool) -> Optional[Any]:
+    if not show:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=min(done, total), desc="trials", unit="trial",
+                dynamic_ncols=True)
+
+
+def _advance(bar: Optional[Any], opened: Any) -> None:
+    if bar is None:
+        return
+    done, running = counted(opened)
+    bar.n = min(done, bar.total)
+    try:
+        bar.set_postfix(best=f"{opened.best_value:.2f}", running=running)
+    except ValueError:  # no complete trial yet
+        bar.set_postfix(running=running)
+
+
+def _work_in_processes(study: Study, bar: Optional[Any]) -> None:
+    """jobs K: K worker processes claim and run trials; this one draws the bar."""
+    context = multiprocessing.get_context("spawn")
+    plain = dataclasses.asdict(study.spec)
+    workers = [context.Process(target=_worker, args=(plain, i), name=f"rlpipe-tune-{i}")
+               for i in range(study.spec.jobs)]
+    for w in workers:
+        w.start()
+    opened = study.open()
+    try:
+        while any(w.is_alive() for w in workers):
+            workers[0].join(POLL_S)
+            _advance(bar, opened)
+    except KeyboardInterrupt:  # let the workers finish their iteration and mark their trials
+        for w in workers:  # a Ctrl-C in a terminal reached them too; a `kill -INT` did not
+            w.join(GRACE_S)
+            if w.is_alive():
+                os.kill(w.pid, signal.SIGINT)
+        for w in workers:
+            w.join()
+        raise
+    _advance(bar, opened)
+    if any(w.exitcode == 130 for w in workers):
+        raise KeyboardInterrupt
+    failed = [f"{w.name} (exit code {w.exitcode})" for w in workers if w.exitcode != 0]
+    if failed:
+        raise TuneWorkerError(f"tune worker(s) {', '.join(failed)} stopped with an error (its "
+                              f"traceback is above); rerun the same tune to resume the study")
+
+
+def _worker(plain: Dict[str, Any], index: int) -> None:
+    """One jobs process: one torch thread, trials until the study has its count."""
+    import torch
+
+    from rlpipe.zoo._train import Interrupted
+
+    torch.set_num_threads(1)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:  # the trials' INFO lines go to their log.txt
+        handler.setLevel(logging.WARNING)
+    try:
+        work(prepare(TuneSpec(**plain)), index)
+    except (Interrupted, KeyboardInterrupt):
+        sys.exit(130)
 
 
 def _lookup(cfg: Any, dotted: str) -> Any:
