@@ -455,7 +455,7 @@ def _worker(plain: Dict[str, Any], index: int) -> None:
     """One jobs process: one torch thread, trials until the study has its count."""
     import torch
 
-    from rlpipe.zoo._train import Interrupted
+    from rlpipe.training import Interrupted
 
     torch.set_num_threads(1)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
