@@ -22,7 +22,7 @@ hidden states; the learner trains on their rollouts), `--entries` picks the entr
 
 Run:  python benchmarks/recurrent.py [--seeds 5] [--budget 100000] [--skip-learning]
           [--skip-collection] [--collectors 2] [--entries cartpole-novel-ppo-lstm]
-      python benchmarks/recurrent.py --vs-sb3 [--seeds 3] [--sb3-steps 30000]
+      python benchmarks/recurrent.py --vs-sb3 [--seeds 3] [--sb3-steps 30000] [--first-seed 0]
 """
 from __future__ import annotations
 
@@ -151,14 +151,14 @@ def sb3_run(seed: int, steps: int) -> tuple:
     return model.num_timesteps, cpu, float(np.mean(returns))
 
 
-def versus_sb3(seeds: int, steps: int) -> None:
+def versus_sb3(seeds: int, steps: int, first_seed: int = 0) -> None:
     torch.set_num_threads(1)
     print(f"LSTM-PPO beside sb3-contrib RecurrentPPO on {ENV}, {steps} env steps, rl-zoo's "
           f"ppo_lstm settings, one torch thread, process CPU time of training")
     print(f"{'seed':>4s} {'impl':12s} {'env steps':>9s} {'CPU s':>7s} {'steps/CPU-s':>11s} "
           f"{'return':>7s}")
     ratios, returns = [], {"rlpipe": [], "RecurrentPPO": []}
-    for seed in range(seeds):
+    for seed in range(first_seed, first_seed + seeds):
         order = [("rlpipe", rlpipe_run), ("RecurrentPPO", sb3_run)]
         rates = {}
         for name, run in (order if seed % 2 == 0 else order[::-1]):
@@ -188,9 +188,10 @@ def main() -> None:
     parser.add_argument("--vs-sb3", action="store_true",
                         help="only part 3: CPU per env step beside sb3-contrib's RecurrentPPO")
     parser.add_argument("--sb3-steps", type=int, default=30_000)
+    parser.add_argument("--first-seed", type=int, default=0, help="--vs-sb3: seeds from this one")
     args = parser.parse_args()
     if args.vs_sb3:
-        versus_sb3(args.seeds, args.sb3_steps)
+        versus_sb3(args.seeds, args.sb3_steps, args.first_seed)
         return
     if not args.skip_collection:
         collection(args.rounds, args.collect_steps)
