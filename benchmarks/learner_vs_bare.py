@@ -21,7 +21,13 @@ training loop that logs would; the policy reads back its statistics.
 - ppo: one learn call = 10 epochs over a 256-row CartPole rollout in minibatches of 64 (40
   gradient steps), the clipped objective, grad norm 0.5.
 
-PPO-LSTM, R2D2 and MAPPO have no bare loop here yet (the run says so).
+- ppo-lstm: one learn call = 10 epochs over an 8 × 32 rollout with episode starts inside it
+  (one minibatch of 8 chunks of 32 steps), actor and critic LSTMs re-run from the recorded
+  states (the bare loop: zero-padded episode segments, one LSTM call per core), grad norm 0.5.
+- r2d2: 64 sequences of 40 burn-in + 80 steps, LSTM 512, burn-in without gradient, 5-step
+  double-Q targets with value rescaling, importance weights, priorities read back.
+- mappo: one learn call = 10 epochs over 200 env rows × 3 agents (18-dim observations, a
+  54-dim global state, 5 actions), ValueNorm, clipped Huber value loss, two clipped norms.
 
 Timing is this process's CPU time (`time.process_time`), one torch thread, after a warm-up; each
 round times N updates of each side (N fills about --round-ms of CPU time, unless --updates sets
@@ -429,13 +435,300 @@ def bare_bc() -> Case:
     return Case(policy, batch, update, [opt])
 
 
+# --- recurrent and multi-agent learners ---------------------------------------------------------
+NOVEL_OBS = gym.spaces.Box(-np.inf, np.inf, (2,), np.float32)  # CartPole without velocities
+LSTM_ENVS, LSTM_STEPS = 8, 32  # one LSTM-PPO rollout, as cartpole-novel-ppo-lstm collects
+
+
+def lstm_rollout(policy: Any) -> Dict[str, Any]:
+    """One recurrent rollout of 8 envs × 32 steps through gae_estimator's recurrent path:
+    episodes start inside it (5% of steps), each env begins from a recorded non-zero state."""
+    from rlpipe.middleware.onpolicy import recurrent_rollout
+
+    rng = np.random.default_rng(0)
+    T, N, H = LSTM_STEPS, LSTM_ENVS, policy.cfg.model.core_size
+    first = rng.random((T, N)) < 0.05
+    terminated = np.zeros((T, N), bool)
+    terminated[:-1] = first[1:]
+    obs = rng.normal(size=(T + 1, N, 2)).astype(np.float32)
+
+    def state() -> Dict[str, np.ndarray]:
+        return {k: (0.1 * rng.normal(size=(N, H))).astype(np.float32) for k in ("h", "c")}
+
+    steps = [dict(obs=obs[t], next_obs=obs[t + 1], action=rng.integers(2, size=N),
+                  reward=np.ones(N, np.float32), terminated=terminated[t],
+                  truncated=np.zeros(N, bool), first=first[t],
+                  value=rng.normal(size=N).astype(np.float32),
+                  logp=np.full(N, math.log(0.5), np.float32),
+                  state={"actor": state(), "critic": state()}) for t in range(T)]
+    c = policy.cfg.learn
+    return recurrent_rollout(steps, c.gamma, c.gae_lambda,
+                             lambda data: rng.normal(size=(T, N)).astype(np.float32))
+
+
+def episode_segments(first: torch.Tensor) -> Tuple[torch.Tensor, ...]:
+    """Rows [B, L] cut at their episode starts: (segment of each step, its position in the
+    segment, the flat index of each segment's first step, the longest segment's length)."""
+    batch, steps = first.shape
+    begins = first.reshape(-1).clone()
+    begins[::steps] = True
+    starts = begins.nonzero().squeeze(1)
+    seg = begins.long().cumsum(0) - 1
+    pos = torch.arange(batch * steps) - starts[seg]
+    longest = int(torch.diff(starts, append=starts.new_tensor([batch * steps])).max())
+    return seg, pos, starts, longest
+
+
+def bare_ppo_lstm() -> Case:
+    """LSTM-PPO: one learn call is epoch_per_collect passes over one 8 × 32 rollout (chunks of
+    32 steps: one minibatch of 8 chunks). Separate actor and critic LSTMs over the raw
+    observation, each followed by a ReLU layer and its head; every chunk re-run from its
+    recorded state, cut at its episode starts into zero-padded segments (sb3-contrib's
+    RecurrentPPO layout), one LSTM call per core; the clipped objective over the real steps,
+    advantages normalised with the sample std, ½ squared value error, grad norm 0.5."""
+    policy = get_policy("ppo-lstm")({"seed": 0}, NOVEL_OBS, CARTPOLE_ACT)
+    c, m = policy.cfg.learn, policy.cfg.model
+    batch = lstm_rollout(policy)
+    chunks = next(batch["rollout"].sequence_minibatches(c.chunk_len, 1, np.random.default_rng(0)))
+    H, width = m.core_size, m.hidden[-1]
+    cores = nn.ModuleDict({p: nn.LSTM(2, H, batch_first=True) for p in ("actor", "critic")})
+    actor = nn.Sequential(nn.Linear(H, width), nn.ReLU(), nn.Linear(width, 2))
+    critic = nn.Sequential(nn.Linear(H, width), nn.ReLU(), nn.Linear(width, 1))
+    params = [*cores.parameters(), *actor.parameters(), *critic.parameters()]
+    opt = adam(params, c.lr)
+    gen = torch.Generator().manual_seed(1)
+
+    def update() -> float:
+        o, a = torch.from_numpy(chunks["obs"]), torch.from_numpy(chunks["action"])
+        old_logp, all_adv = torch.from_numpy(chunks["logp"]), torch.from_numpy(chunks["advantage"])
+        ret, mask = torch.from_numpy(chunks["return"]), torch.from_numpy(chunks["mask"]).bool()
+        first = torch.from_numpy(chunks["first"]).bool()
+        state = {p: {k: torch.from_numpy(v) for k, v in chunks["state"][p].items()}
+                 for p in cores}
+        B, L = first.shape
+        for _ in range(c.epoch_per_collect):
+            rows = torch.randperm(B, generator=gen)  # one minibatch of all chunks, shuffled
+            f = first[rows]
+            seg, pos, starts, longest = episode_segments(f)
+            keep = (~f.reshape(-1)[starts]).float().unsqueeze(-1)  # zeros where a reset
+            padded = o.new_zeros(starts.numel(), longest, 2).index_put(
+                (seg, pos), o[rows].reshape(B * L, 2))
+            out = {}
+            for p, core in cores.items():
+                h0 = tuple((state[p][k][rows][starts // L] * keep).unsqueeze(0) for k in "hc")
+                out[p] = core(padded, h0)[0][seg, pos]  # [B·L, H] in step order
+            dist = Categorical(logits=actor(out["actor"]), validate_args=False)
+            value = critic(out["critic"]).squeeze(-1)
+            w = mask[rows].reshape(-1)
+            n = w.sum()
+            ratio = torch.where(w, dist.log_prob(a[rows].reshape(-1))
+                                - old_logp[rows].reshape(-1), 0.0).exp()
+            adv = all_adv[rows].reshape(-1)
+            mean = (adv * w).sum() / n
+            adv = (adv - mean) / (((adv - mean) ** 2 * w).sum() / (n - 1)).sqrt().add(1e-8)
+            policy_loss = (torch.max(-adv * ratio, -adv * ratio.clamp(
+                1 - c.clip_ratio, 1 + c.clip_ratio)) * w).sum() / n
+            value_loss = (0.5 * (value - ret[rows].reshape(-1)) ** 2 * w).sum() / n
+            entropy = (dist.entropy() * w).sum() / n
+            loss = policy_loss + c.value_coef * value_loss - c.entropy_coef * entropy
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_norm_(params, c.grad_clip)
+            opt.step()
+        return loss.item()
+
+    return Case(policy, batch, update, [opt])
+
+
+def r2d2_sequences(policy: Any) -> Dict[str, Any]:
+    """A prioritized sample of `batch_size` stored sequences of burn_in + seq_len steps, as a
+    SequenceReplayBuffer gives it: a quarter start an episode (first at step 0, zero state),
+    a quarter end in a termination followed by padding (mask False), the rest are full."""
+    c, H = policy.cfg.learn, policy.cfg.model.core_size
+    B, L = c.batch_size, c.burn_in + c.seq_len
+    rng = np.random.default_rng(0)
+    first = np.zeros((B, L), bool)
+    first[: B // 4, 0] = True
+    mask = np.ones((B, L), bool)
+    terminated = np.zeros((B, L), bool)
+    for b in range(B // 4, B // 2):
+        end = int(rng.integers(c.burn_in + 1, L))
+        mask[b, end:] = False
+        terminated[b, end - 1] = True
+    return {"obs": rng.normal(size=(B, L, 2)).astype(np.float32) * mask[..., None],
+            "next_obs": rng.normal(size=(B, L, 2)).astype(np.float32) * mask[..., None],
+            "action": rng.integers(2, size=(B, L)) * mask, "first": first, "mask": mask,
+            "reward": rng.normal(size=(B, L)).astype(np.float32) * mask,
+            "terminated": terminated, "burn_in": c.burn_in,
+            "state": {k: (0.1 * rng.normal(size=(B, H))).astype(np.float32) * ~first[:, :1]
+                      for k in ("h", "c")},
+            "weight": rng.uniform(0.5, 1.0, B).astype(np.float32)}
+
+
+def bare_r2d2() -> Case:
+    """R2D2: one update on 64 sequences of 40 burn-in + 80 learning steps; encoder (256 ReLU)
+    → LSTM 512 → dueling head. The target net over the whole sequence and the online net over
+    the burn-in run without gradient from the stored state, the online net over the learning
+    part with it; 5-step double-Q targets with value rescaling, importance-weighted squared TD
+    error per sequence, grad norm 40, per-step priorities read back; hard target copy every
+    2,500 updates."""
+    policy = get_policy("r2d2")({"seed": 0}, NOVEL_OBS, CARTPOLE_ACT)
+    c, m = policy.cfg.learn, policy.cfg.model
+    batch = r2d2_sequences(policy)
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.encoder = mlp([2, *m.hidden], activate_last=True)
+            self.core = nn.LSTM(m.hidden[-1], m.core_size, batch_first=True)
+            self.adv, self.value = nn.Linear(m.core_size, 2), nn.Linear(m.core_size, 1)
+
+        def forward(self, x: torch.Tensor, hc: Tuple[torch.Tensor, torch.Tensor]):
+            out, hc = self.core(self.encoder(x), hc)
+            adv = self.adv(out)
+            return self.value(out) + adv - adv.mean(-1, keepdim=True), hc
+
+    online, target = Net(), Net().requires_grad_(False)
+    target.load_state_dict(online.state_dict())
+    params = list(online.parameters())
+    opt = torch.optim.Adam(params, lr=c.lr, eps=c.adam_eps, fused=True)
+    eps, burn, gamma, n = c.rescale_eps, c.burn_in, c.gamma, c.nstep
+    step = [0]
+
+    def h(x: torch.Tensor) -> torch.Tensor:
+        return torch.sign(x) * (torch.sqrt(x.abs() + 1.0) - 1.0) + eps * x
+
+    def h_inv(x: torch.Tensor) -> torch.Tensor:
+        root = (torch.sqrt(1.0 + 4.0 * eps * (x.abs() + 1.0 + eps)) - 1.0) / (2.0 * eps)
+        return torch.sign(x) * (root * root - 1.0)
+
+    def update() -> float:
+        b = {k: torch.from_numpy(v) for k, v in batch.items() if isinstance(v, np.ndarray)}
+        mask, first = b["mask"], b["first"]
+        B, L = mask.shape
+        rows, last = torch.arange(B), mask.sum(1) - 1
+        x = torch.cat([b["obs"], torch.zeros(B, 1, 2)], 1)  # + the last step's next obs
+        x[rows, last + 1] = b["next_obs"][rows, last]
+        keep = (~first[:, :1]).float()  # a sequence that starts an episode starts from zeros
+        hc = tuple((torch.from_numpy(batch["state"][k]) * keep).unsqueeze(0) for k in "hc")
+        with torch.no_grad():
+            q_next = target(x, hc)[0][:, burn:]
+            _, warm = online(x[:, :burn], hc)
+        q_online, _ = online(x[:, burn:], warm)
+        with torch.no_grad():  # n-step targets that stop at the sequence's end
+            valid = mask[:, burn:].float()
+            T = valid.shape[1]
+            r = F.pad(b["reward"][:, burn:] * valid, (0, n))
+            v = F.pad(valid, (0, n))
+            d = F.pad(b["terminated"][:, burn:].float() * valid, (0, n))
+            ret, steps, done = torch.zeros_like(valid), torch.zeros_like(valid), torch.zeros_like(valid)
+            for i in range(n):
+                ret = ret + gamma ** i * r[:, i:i + T]
+                steps = steps + v[:, i:i + T]
+                done = torch.maximum(done, d[:, i:i + T])
+            boot = q_next.gather(2, q_online.argmax(2, keepdim=True)).squeeze(2)
+            boot = h_inv(boot.gather(1, torch.arange(T) + steps.long()))
+            y = h(ret + gamma ** steps * (1.0 - done) * boot)
+        q = q_online[:, :-1].gather(2, b["action"][:, burn:].long().unsqueeze(2)).squeeze(2)
+        per_seq = (F.mse_loss(q, y, reduction="none") * valid).sum(1) / valid.sum(1).clamp(min=1)
+        loss = (per_seq * b["weight"]).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(params, c.grad_clip)
+        opt.step()
+        step[0] += 1
+        if step[0] % c.target_update_freq == 0:
+            target.load_state_dict(online.state_dict())
+        ((q.detach() - y) * valid).abs().numpy()  # the priorities the buffer gets back
+        return loss.item()
+
+    return Case(policy, batch, update, [opt])
+
+
+MAPPO_ROWS, MAPPO_AGENTS = 200, 3  # one rollout of 8 envs × 25 steps of simple_spread
+MAPPO_OBS, MAPPO_ACT = gym.spaces.Box(-np.inf, np.inf, (18,), np.float32), gym.spaces.Discrete(5)
+MAPPO_STATE = gym.spaces.Box(-np.inf, np.inf, (54,), np.float32)
+
+
+def bare_mappo() -> Case:
+    """MAPPO: one learn call is 10 epochs over a rollout of 200 env rows × 3 agents (one
+    minibatch, shuffled), agents sharing an actor and a critic (64-64 ReLU) with a one-hot
+    agent id; the critic reads the global state; 5% of agent rows absent (they weigh 0 in every
+    mean). ValueNorm (running mean/std of the returns), clipped Huber (δ 10) value loss on
+    normalised values, advantages normalised with the population std, entropy 0.01, actor and
+    critic gradient norms clipped to 10 separately, one Adam with a group for each."""
+    policy = get_policy("mappo")({"seed": 0}, MAPPO_OBS, MAPPO_ACT, n_agents=MAPPO_AGENTS,
+                                  state_space=MAPPO_STATE)
+    c, hidden = policy.cfg.learn, list(policy.cfg.model.hidden)
+    n, A = MAPPO_ROWS, MAPPO_AGENTS
+    rng = np.random.default_rng(0)
+    batch = {"obs": rng.normal(size=(n, A, 18)).astype(np.float32),
+             "global_state": rng.normal(size=(n, 54)).astype(np.float32),
+             "action": rng.integers(5, size=(n, A)), "agent_mask": rng.random((n, A)) > 0.05,
+             "logp": np.full((n, A), math.log(0.2), np.float32),
+             "value": rng.normal(size=(n, A)).astype(np.float32),
+             "adv": rng.normal(size=(n, A)).astype(np.float32),
+             "return": rng.normal(size=(n, A)).astype(np.float32)}
+    actor, critic = mlp([18 + A, *hidden, 5]), mlp([54 + A, *hidden, 1])
+    actor_params, critic_params = list(actor.parameters()), list(critic.parameters())
+    opt = torch.optim.Adam([{"params": actor_params, "lr": c.lr},
+                            {"params": critic_params, "lr": c.critic_lr}], eps=1e-5, fused=True)
+    ids = torch.eye(A).expand(n, A, A)
+    stats = {"mean": torch.zeros((), dtype=torch.float64),
+             "var": torch.ones((), dtype=torch.float64),
+             "count": torch.tensor(1e-8, dtype=torch.float64)}
+    gen = torch.Generator().manual_seed(1)
+
+    def update() -> float:
+        b = {k: torch.from_numpy(v) for k, v in batch.items()}
+        w = b.pop("agent_mask")
+        for k in ("obs", "action", "logp", "value", "adv", "return"):  # absent agents: zeros
+            b[k] = torch.where(w.reshape(w.shape + (1,) * (b[k].dim() - 2)), b[k], 0)
+        ret = b["return"][w].double()  # ValueNorm: Chan's running mean and variance update
+        total = stats["count"] + ret.numel()
+        delta = ret.mean() - stats["mean"]
+        stats["mean"] += delta * ret.numel() / total
+        stats["var"] = (stats["var"] * stats["count"] + ret.var(unbiased=False) * ret.numel()
+                        + delta ** 2 * stats["count"] * ret.numel() / total) / total
+        stats["count"] = total
+        mean, std = stats["mean"].float(), torch.sqrt(stats["var"] + 1e-8).float()
+        actor_in = torch.cat([b["obs"], ids], -1)
+        critic_in = torch.cat([b["global_state"].unsqueeze(1).expand(-1, A, -1), ids], -1)
+        ret_n, old_n = (b["return"] - mean) / std, (b["value"] - mean) / std
+        for _ in range(c.epoch_per_collect):
+            idx = torch.randperm(n, generator=gen)  # one minibatch of all env rows
+            m = w[idx].reshape(-1)
+            k = m.sum()
+            dist = Categorical(logits=actor(actor_in[idx]).reshape(-1, 5), validate_args=False)
+            value = critic(critic_in[idx]).reshape(-1)
+            ratio = torch.where(m, dist.log_prob(b["action"][idx].reshape(-1))
+                                - b["logp"][idx].reshape(-1), 0.0).exp()
+            adv = b["adv"][idx].reshape(-1)
+            adv_mean = (adv * m).sum() / k
+            adv = (adv - adv_mean) / (((adv - adv_mean) ** 2 * m).sum() / k).sqrt().add(1e-8)
+            policy_loss = (torch.max(-adv * ratio, -adv * ratio.clamp(
+                1 - c.clip_ratio, 1 + c.clip_ratio)) * m).sum() / k
+            target, old = ret_n[idx].reshape(-1), old_n[idx].reshape(-1)
+            clipped = old + (value - old).clamp(-c.value_clip, c.value_clip)
+            value_loss = (torch.max(F.huber_loss(value, target, reduction="none",
+                                                 delta=c.huber_delta),
+                                    F.huber_loss(clipped, target, reduction="none",
+                                                 delta=c.huber_delta)) * m).sum() / k
+            entropy = (dist.entropy() * m).sum() / k
+            loss = policy_loss + c.value_coef * value_loss - c.entropy_coef * entropy
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_norm_(actor_params, c.grad_clip)
+            nn.utils.clip_grad_norm_(critic_params, c.grad_clip)
+            opt.step()
+        return loss.item()
+
+    return Case(policy, batch, update, [opt])
+
+
 BUILDERS = {"dqn": bare_dqn, "sac": bare_sac, "td3": bare_td3, "bc": bare_bc,
-            "iql": bare_iql, "td3-bc": bare_td3_bc, "cql": bare_cql, "ppo": bare_ppo}
-NOT_YET = {
-    "ppo-lstm": "its bare loop (sequence batch, LSTM re-run) is not written yet",
-    "r2d2": "its bare loop (burn-in sequences, value rescaling) is not written yet",
-    "mappo": "its bare loop (per-agent batch, centralised critic) is not written yet",
-}
+            "iql": bare_iql, "td3-bc": bare_td3_bc, "cql": bare_cql, "ppo": bare_ppo,
+            "ppo-lstm": bare_ppo_lstm, "r2d2": bare_r2d2, "mappo": bare_mappo}
 
 
 def cpu_ms(fn: Callable[[], object], n: int) -> float:
@@ -485,9 +778,6 @@ def main(argv: List[str] | None = None) -> None:
     for name in args.algos:
         ours, bare = measure(name, args.rounds, args.updates, args.round_ms)
         print(f"{name:<10} {ours:>10.3f} {bare:>10.3f} {ours / bare:>7.2f}", flush=True)
-    if not args.quick:
-        for name, why in NOT_YET.items():
-            print(f"skipped {name}: {why}")
 
 
 if __name__ == "__main__":

@@ -84,9 +84,10 @@ class RecurrentActorCritic(nn.Module):
     def initial_state(self, n: int, device: Optional[torch.device] = None) -> State:
         return {p: core.initial_state(n, device) for p, core in self.cores.items()}
 
-    def _cores(self, obs: Any, state: State, first: torch.Tensor, parts: Sequence[str]
-               ) -> Tuple[Dict[str, torch.Tensor], State]:
-        """Core outputs [B, T, H] of `parts` and the state after T."""
+    def _cores(self, obs: Any, state: State, first: torch.Tensor, parts: Sequence[str],
+               final_state: bool = True) -> Tuple[Dict[str, torch.Tensor], Optional[State]]:
+        """Core outputs [B, T, H] of `parts` and the state after T (None without
+        `final_state`)."""
         if self.obs_norm is not None:
             obs = self.obs_norm(obs)
         batch, steps = first.shape
@@ -98,19 +99,22 @@ class RecurrentActorCritic(nn.Module):
                 outs[part] = outs[name]
                 continue
             x = self.encoders[name](flat).reshape(batch, steps, -1)
-            outs[part], new_state[name] = self.cores[name](x, state[name], first)
+            outs[part], new_state[name] = self.cores[name](x, state[name], first,
+                                                           final_state=final_state)
             outs[name] = outs[part]
-        return outs, new_state
+        return outs, (new_state if final_state else None)
 
     def _heads(self, outs: Dict[str, torch.Tensor]) -> Tuple[Distribution, torch.Tensor]:
         dist = head_distribution(self.action_head(self.actor_mlp(outs["actor"])), self.discrete,
                                  self.multi, self.log_std)
         return dist, self.value_head(self.critic_mlp(outs["critic"])).squeeze(-1)
 
-    def forward(self, obs: Any, state: State, first: torch.Tensor
-                ) -> Tuple[Distribution, torch.Tensor, State]:
-        """obs [B, T, ...], first [B, T] → (π [B, T], V [B, T], state after T)."""
-        outs, state = self._cores(obs, state, first.bool(), ("actor", "critic"))
+    def forward(self, obs: Any, state: State, first: torch.Tensor, *, final_state: bool = True
+                ) -> Tuple[Distribution, torch.Tensor, Optional[State]]:
+        """obs [B, T, ...], first [B, T] → (π [B, T], V [B, T], state after T); the state is
+        None with `final_state=False`, which learning uses: resets inside the sequences then
+        cost one fused core call instead of T (RecurrentCore)."""
+        outs, state = self._cores(obs, state, first.bool(), ("actor", "critic"), final_state)
         return (*self._heads(outs), state)
 
     def step(self, obs: Any, state: State, first: torch.Tensor

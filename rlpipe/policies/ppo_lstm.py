@@ -162,7 +162,8 @@ class PPOLSTMPolicy(PPOPolicy):
         with self._lock, torch.inference_mode():
             obs = _swap(obs_as_tensor(rollout["obs"], dev))
             first = torch.as_tensor(np.asarray(rollout["first"], bool), device=dev).T
-            _, values, _ = self.acting(obs, _to_torch_state(_row(rollout["state"], 0), dev), first)
+            _, values, _ = self.acting(obs, _to_torch_state(_row(rollout["state"], 0), dev), first,
+                                       final_state=False)
         return values.T.cpu().numpy().astype(np.float32)
 
     # --- learning ---------------------------------------------------------------------------------
@@ -199,7 +200,7 @@ class PPOLSTMPolicy(PPOPolicy):
 
     def _update_chunks(self, b: Dict[str, Any]) -> torch.Tensor:
         """One step on a minibatch of chunks [B, L, ...] from their recorded start states."""
-        dist, value, _ = self.model(b["obs"], b["state"], b["first"])
+        dist, value, _ = self.model(b["obs"], b["state"], b["first"], final_state=False)
         if "action_mask" in b:
             dist = masked_categorical(dist, b["action_mask"])
         action = self._net_action(b["raw_action"] if "raw_action" in b else b["action"])

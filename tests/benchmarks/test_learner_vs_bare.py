@@ -27,7 +27,8 @@ def optimizer_shapes(optimizers):
                   for opt in optimizers for group in opt.param_groups)
 
 
-@pytest.mark.parametrize("name", ["dqn", "sac", "td3", "bc", "iql", "td3-bc", "cql", "ppo"])
+@pytest.mark.parametrize("name", ["dqn", "sac", "td3", "bc", "iql", "td3-bc", "cql", "ppo",
+                                  "ppo-lstm", "r2d2", "mappo"])
 def test_bare_loop_trains_the_policys_parameter_shapes_with_the_same_adam(name):
     case = load_script().BUILDERS[name]()
     policy_optimizers = [v for v in vars(case.policy).values()

@@ -27,6 +27,33 @@ def test_sequence_equals_steps_and_resets_at_first(kind):
     assert not torch.allclose(carried[:, 5:], fresh, atol=1e-4)
 
 
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+def test_segmented_outputs_and_gradients_equal_the_step_loop(kind):
+    """Without the final state, a chunk with resets inside runs as right-padded episode segments
+    in one fused call: its outputs and its gradients are those of the step-by-step recurrence."""
+    torch.manual_seed(1)
+    core = RecurrentCore(3, 8, kind)
+    x = torch.randn(3, 12, 3, requires_grad=True)
+    state = {k: torch.randn(3, 8) for k in core.state_keys}  # a carried (non-zero) start state
+    first = torch.zeros(3, 12, dtype=torch.bool)
+    first[0, 0] = True                       # row 0 begins an episode at t = 0
+    first[0, [4, 5, 11]] = True              # ... and at 4, 5 (a one-step episode) and 11
+    first[2, 7] = True                       # row 2 carries its state, then resets at 7
+    stepwise, after = core(x, state, first)  # the state is wanted: the step loop
+    segmented, none = core(x, state, first, final_state=False)
+    assert after is not None and none is None
+    assert torch.allclose(segmented, stepwise, atol=1e-6)
+    grads = [torch.autograd.grad(out.square().sum(), [x, *core.parameters()])
+             for out in (stepwise, segmented)]
+    for a, b in zip(*grads):
+        assert torch.allclose(a, b, atol=1e-5)
+    # the start state reaches the rows that do not begin with a reset, and only those
+    zero = {k: torch.zeros_like(v) for k, v in state.items()}
+    from_zero, _ = core(x, zero, first, final_state=False)
+    assert torch.allclose(from_zero[0], segmented[0], atol=1e-6)
+    assert not torch.allclose(from_zero[1], segmented[1], atol=1e-4)
+
+
 def test_state_is_carried_when_not_first():
     core = RecurrentCore(2, 4, "lstm")
     x = torch.randn(2, 6, 2)
