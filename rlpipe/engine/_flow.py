@@ -12,6 +12,7 @@ import types
 from typing import Any, Callable, List, NamedTuple, Optional
 
 GeneratorType = types.GeneratorType
+_DONE = object()  # next(gen, _DONE): a generator that returns gives this, without a StopIteration
 
 
 class Node(NamedTuple):
@@ -62,9 +63,7 @@ class Flow:
         try:
             gen = fn(ctx)
             if type(gen) is GeneratorType:
-                try:
-                    next(gen)
-                except StopIteration:
+                if next(gen, _DONE) is _DONE:  # returned before any yield
                     gen = None
             else:
                 gen = None
@@ -80,22 +79,25 @@ class Flow:
 
     def resume(self, suspended: Suspended) -> None:
         """Run the post-`yield` part of a suspended middleware, then what it forwarded and left."""
+        if suspended.children is None:
+            pending = self.pending()
+            if not pending:
+                # Nothing forwarded before the yield and nothing waiting on this thread: run the
+                # rest on this thread's (empty) list instead of swapping in a new one; what the
+                # post-`yield` code forwards lands there and is resumed below, as after a swap.
+                try:
+                    self._finish(suspended)
+                    if pending:
+                        self.unwind()
+                except BaseException as exc:
+                    discard(pending, exc)
+                    pending.clear()
+                    raise
+                return
         children = suspended.children if suspended.children is not None else []
         previous = self.swap(children)
         try:
-            gen = suspended.gen
-            if gen is not None:
-                try:
-                    next(gen)
-                except StopIteration:
-                    pass
-                else:
-                    gen.close()
-                    raise RuntimeError(
-                        f"middleware {suspended.name!r} yielded more than once; a middleware "
-                        "generator must have exactly one `yield` (code before it runs on the way "
-                        "down, code after it on the way back)"
-                    )
+            self._finish(suspended)
             self.unwind()
         except BaseException as exc:
             discard(children, exc)
@@ -103,6 +105,18 @@ class Flow:
             raise
         finally:
             self._local.pending = previous
+
+    @staticmethod
+    def _finish(suspended: Suspended) -> None:
+        """Run a suspended generator from its `yield` to its end; a second `yield` is an error."""
+        gen = suspended.gen
+        if gen is not None and next(gen, _DONE) is not _DONE:
+            gen.close()
+            raise RuntimeError(
+                f"middleware {suspended.name!r} yielded more than once; a middleware "
+                "generator must have exactly one `yield` (code before it runs on the way "
+                "down, code after it on the way back)"
+            )
 
     def unwind(self) -> None:
         """Resume every pending middleware of this thread, last forwarded first (`task.backward()`)."""

@@ -16,6 +16,7 @@ from ._listeners import RUNNING
 from ._scheduler import run_graph
 
 _Gen = types.GeneratorType
+_DONE = object()  # next(gen, _DONE): a generator that returns gives this, without a StopIteration
 
 
 def where(nodes: List[Node], i: int, part: str, thread: str = "") -> str:
@@ -39,9 +40,7 @@ def iterate_sync(flow: Flow, ctx: Any, nodes: List[Node], counts: List[int],
             RUNNING.node = node
             gen = node.fn(ctx)
             if type(gen) is _Gen:
-                try:
-                    next(gen)
-                except StopIteration:
+                if next(gen, _DONE) is _DONE:  # returned before any yield
                     gen = None
                 if gen is not None or pending:
                     suspended.append((i, Suspended(node.name, gen, pending[:] or None)))
@@ -69,19 +68,23 @@ def backward(flow: Flow, nodes: List[Node], suspended: List[Tuple[int, Suspended
     """Run the post-`yield` parts of `suspended`, last first."""
     perf = time.perf_counter
     outer = getattr(RUNNING, "node", None)
-    while suspended:
-        i, item = suspended.pop()
-        t = perf()
-        RUNNING.node = nodes[i]
-        try:
-            flow.resume(item)
-        except BaseException as exc:
-            exc.add_note(where(nodes, i, "after its yield"))
-            discard([s for _, s in suspended], exc)
-            raise
-        finally:
-            RUNNING.node = outer
-        totals[i] += perf() - t
+    resume = flow.resume
+    t = perf()
+    i = -1
+    try:
+        while suspended:
+            i, item = suspended.pop()
+            RUNNING.node = nodes[i]
+            resume(item)
+            now = perf()
+            totals[i] += now - t
+            t = now
+    except BaseException as exc:
+        exc.add_note(where(nodes, i, "after its yield"))
+        discard([s for _, s in suspended], exc)
+        raise
+    finally:
+        RUNNING.node = outer
 
 
 def iterate_async(executor: Executor, flow: Flow, ctx: Any, nodes: List[Node],
