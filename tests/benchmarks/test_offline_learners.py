@@ -1,0 +1,33 @@
+"""benchmarks/offline_learners.py: a run against a checkout prints one row per learner with
+positive CPU times, the speedup they give, and the operation counts of both sides."""
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "benchmarks" / "offline_learners.py"
+
+
+@pytest.mark.slow  # four fresh processes that import torch and build the learners
+def test_a_run_against_this_checkout_prints_consistent_rows():
+    done = subprocess.run([sys.executable, str(SCRIPT), "--baseline", str(ROOT), "--algos",
+                           "td3-bc", "iql", "--rounds", "1", "--steps", "2"],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    rows = re.findall(r"^(iql|td3-bc)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)$", done.stdout, re.M)
+    assert sorted(name for name, *_ in rows) == ["iql", "td3-bc"]
+    for name, *figures in rows:
+        old, new, speedup, old_ops, new_ops = (float(x) for x in figures)
+        assert all(math.isfinite(x) and x > 0 for x in (old, new, speedup)), name
+        assert speedup == pytest.approx(old / new, abs=0.01), name
+        assert old_ops == new_ops > 0, name  # the same code on both sides
+
+
+def test_a_baseline_without_rlpipe_is_refused_with_the_fix(tmp_path):
+    done = subprocess.run([sys.executable, str(SCRIPT), "--baseline", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode != 0 and "git worktree add --detach" in done.stderr
