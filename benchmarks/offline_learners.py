@@ -10,9 +10,10 @@ an `OfflineDataset` (50 random Pendulum-shaped episodes of 200 steps) and `train
 `policy.learn_mode.forward`. `--size zoo` uses the networks and batch of the pendulum-iql,
 pendulum-td3bc and pendulum-cql entries (64-64 MLPs, batch 128, their learn settings; CQL with
 its Lagrange threshold); `--size default` each policy's own defaults (256-256 or 3 × 256, batch
-256). Each measurement runs in a fresh process with the checkout's `rlpipe` first on the path:
-one torch thread, a warm-up of 5 steps, then `--steps` steps timed by the process's CPU time
-(`time.process_time`); the two checkouts alternate which goes first, round by round. Printed:
+256). Both checkouts' steps are built in this one process (each from its own fresh import of
+`rlpipe`), so that both see the same machine: one torch thread, a warm-up of 5 steps each, then
+rounds of `--steps` steps of each side timed by the process's CPU time (`time.process_time`),
+the side that goes first alternating by round. Printed:
 the median CPU-ms per 1000 steps of each side, the speedup (old / new), and the aten operations
 per step of each side (forward and backward, counted by a dispatch mode: a figure that load on
 the machine does not move).
@@ -20,15 +21,14 @@ the machine does not move).
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Dict, List
+
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 ZOO: Dict[str, Dict[str, Any]] = {
@@ -102,28 +102,29 @@ def count_ops(step: Callable[[], None], n: int = 10) -> float:
     return sum(counter.ops.values()) / n
 
 
-def worker(algo: str, size: str, steps: int) -> None:
-    import torch
+def build_from(root: Path, algo: str, size: str) -> Callable[[], None]:
+    """`build_step` with the `rlpipe` of the checkout at `root`: the package is imported afresh
+    from there, and the step keeps the modules it was built from, so that steps of two checkouts
+    live side by side in this process."""
+    for name in [n for n in sys.modules if n == "rlpipe" or n.startswith("rlpipe.")]:
+        del sys.modules[name]
+    sys.path.insert(0, str(root))
+    try:
+        step = build_step(algo, size)
+        import rlpipe
+        if not Path(rlpipe.__file__).resolve().is_relative_to(root.resolve()):
+            raise RuntimeError(f"offline_learners: rlpipe came from {rlpipe.__file__}, not "
+                               f"from {root}; run the script without PYTHONPATH set")
+        return step
+    finally:
+        sys.path.remove(str(root))
 
-    torch.set_num_threads(1)
-    step = build_step(algo, size)
-    for _ in range(5):
-        step()
+
+def cpu_ms_per_1000(step: Callable[[], None], steps: int) -> float:
     start = time.process_time()
     for _ in range(steps):
         step()
-    ms = (time.process_time() - start) * 1e6 / steps
-    print(json.dumps({"ms_per_1000": ms, "ops": count_ops(step)}))
-
-
-def measure(root: Path, algo: str, size: str, steps: int) -> Dict[str, float]:
-    env = {**os.environ, "PYTHONPATH": str(root)}
-    done = subprocess.run([sys.executable, __file__, "--worker", algo, size, str(steps)],
-                          cwd=root, env=env, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"offline_learners: the {algo} worker in {root} failed: "
-                           f"{done.stderr.strip().splitlines()[-1:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return (time.process_time() - start) * 1e6 / steps
 
 
 def main(argv: List[str] | None = None) -> None:
@@ -140,20 +141,20 @@ def main(argv: List[str] | None = None) -> None:
                          f"make one with `git worktree add --detach DIR COMMIT`")
     print(f"{'algorithm':<8} {'old CPU-ms/1000':>16} {'new CPU-ms/1000':>16} {'speedup':>8} "
           f"{'old ops':>8} {'new ops':>8}")
+    torch.set_num_threads(1)
     for algo in args.algos:
-        runs: Dict[str, List[Dict[str, float]]] = {"old": [], "new": []}
+        steps = {"old": build_from(args.baseline, algo, args.size),
+                 "new": build_from(ROOT, algo, args.size)}
+        for step in steps.values():
+            for _ in range(5):  # warm-up: allocator, optimizer state
+                step()
+        runs: Dict[str, List[float]] = {"old": [], "new": []}
         for r in range(args.rounds):
-            sides = [("old", args.baseline), ("new", ROOT)]
-            for name, root in (sides if r % 2 == 0 else sides[::-1]):
-                runs[name].append(measure(root, algo, args.size, args.steps))
-        old = statistics.median(x["ms_per_1000"] for x in runs["old"])
-        new = statistics.median(x["ms_per_1000"] for x in runs["new"])
+            for name in (("old", "new") if r % 2 == 0 else ("new", "old")):
+                runs[name].append(cpu_ms_per_1000(steps[name], args.steps))
+        old, new = statistics.median(runs["old"]), statistics.median(runs["new"])
         print(f"{algo:<8} {old:>16.0f} {new:>16.0f} {old / new:>8.2f} "
-              f"{runs['old'][0]['ops']:>8.0f} {runs['new'][0]['ops']:>8.0f}", flush=True)
-
+              f"{count_ops(steps['old']):>8.0f} {count_ops(steps['new']):>8.0f}", flush=True)
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--worker"]:
-        worker(sys.argv[2], sys.argv[3], int(sys.argv[4]))
-    else:
-        main()
+    main()

@@ -12,7 +12,6 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "offline_learners.py"
 
 
-@pytest.mark.slow  # four fresh processes that import torch and build the learners
 def test_a_run_against_this_checkout_prints_consistent_rows():
     done = subprocess.run([sys.executable, str(SCRIPT), "--baseline", str(ROOT), "--algos",
                            "td3-bc", "iql", "--rounds", "1", "--steps", "2"],
