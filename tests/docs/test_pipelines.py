@@ -1,33 +1,70 @@
-"""docs/pipelines.md's off-policy script, written out with public API only, trains the same
-weights as `rlpipe train cartpole-dqn` at the same seed and budget: every tensor of final.pt's
+"""docs/pipelines.md's written-out scripts, public API only, train the same weights as
+`rlpipe train ENTRY` at the same seed, budget and `--set` values: every tensor of final.pt's
 policy state (networks, optimiser states, counters, RNG state) is equal, and so are the
-context's counters."""
+context's counters. Each script is run as the doc runs it: after the imports of the doc's
+earlier blocks, and after the `rlpipe ...` lines of its section (e.g. making its data set)."""
 import ast
+import os
 import pathlib
+import re
+import shlex
 import subprocess
 import sys
 
+import pytest
 import torch
 
 from rlpipe.middleware.ckpt import load_checkpoint
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "pipelines.md"
+FENCE = re.compile(r"^```(python|bash)([^\n]*)\n(.*?)^```", re.S | re.M)
 
 
-def offpolicy_script() -> str:
-    """The doc's first python block: the off-policy pipeline written out."""
+def section(heading: str) -> str:
+    """The doc's text from `## heading` to the next `## ` heading."""
     text = DOC.read_text(encoding="utf-8")
-    start = text.index("```python\n", text.index("## Off-policy, written out")) + len("```python\n")
-    return text[start:text.index("```", start)]
+    start = text.index(f"## {heading}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:] if end < 0 else text[start:end]
 
 
-def short_settings(script: str) -> list:
-    """The `--set` values of the script's `SHORT` list."""
+def blocks(text: str, language: str) -> list:
+    return [m.group(3) for m in FENCE.finditer(text)
+            if m.group(1) == language and "no-run" not in m.group(2)]
+
+
+def section_script(heading: str) -> str:
+    """The section's python block, preceded by the imports of every earlier python block of
+    the doc (the doc's blocks run in one namespace)."""
+    text = DOC.read_text(encoding="utf-8")
+    script = blocks(section(heading), "python")[0]
+    imports = []
+    for earlier in blocks(text[:text.index(f"## {heading}\n")], "python"):
+        tree = ast.parse(earlier)
+        imports += [ast.get_source_segment(earlier, node) for node in tree.body
+                    if isinstance(node, (ast.Import, ast.ImportFrom))]
+    return "\n".join(imports + [script])
+
+
+def assigned(script: str, name: str):
+    """The literal value the script assigns to `name` (a variable or an attribute)."""
     for node in ast.walk(ast.parse(script)):
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "SHORT":
-            return ast.literal_eval(node.value)
-    raise AssertionError("docs/pipelines.md's off-policy script has no SHORT list")
+        if isinstance(node, ast.Assign):
+            target = node.targets[0]
+            if getattr(target, "id", None) == name or (
+                    isinstance(target, ast.Attribute) and f"cfg.{target.attr}" == name):
+                return ast.literal_eval(node.value)
+    raise AssertionError(f"docs/pipelines.md: the script assigns no {name}")
+
+
+def resolve_user(script: str) -> dict:
+    """The user settings the script passes to `get_entry(...).resolve(user, SHORT)`."""
+    for node in ast.walk(ast.parse(script)):
+        if (isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "resolve"
+                and node.args):
+            return ast.literal_eval(node.args[0])
+    raise AssertionError("docs/pipelines.md: the script calls no get_entry(...).resolve(...)")
 
 
 def assert_equal_states(a, b, where="policy"):
@@ -46,21 +83,55 @@ def assert_equal_states(a, b, where="policy"):
         assert a == b, f"{where}: {a!r} != {b!r}"
 
 
-def test_the_written_out_script_trains_what_rlpipe_train_trains(tmp_path):
-    script = offpolicy_script()
-    assert '"seed": 0, "max_env_step": 1536' in script  # the budget and seed used below
+def check_against_cli(tmp_path, heading: str, entry: str) -> dict:
+    """Run the section's script and `rlpipe train ENTRY` with the script's seed, budget and
+    SHORT settings; assert that their final checkpoints are equal; the script's checkpoint."""
+    script = section_script(heading)
+    assert f'get_entry("{entry}")' in script
+    env = dict(os.environ, MINARI_DATASETS_PATH=str(tmp_path / "minari"))
+    for block in blocks(section(heading), "bash"):
+        for line in block.splitlines():
+            if line.strip().startswith("rlpipe "):
+                argv = [sys.executable, "-m", "rlpipe.cli", *shlex.split(line)[1:]]
+                done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True,
+                                      text=True, timeout=300)
+                assert done.returncode == 0, done.stderr[-2000:]
     (tmp_path / "script.py").write_text(script, encoding="utf-8")
-    done = subprocess.run([sys.executable, "script.py"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run([sys.executable, "script.py"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    argv = [sys.executable, "-m", "rlpipe.cli", "train", "cartpole-dqn", "--seed", "0",
-            "--max-env-steps", "1536", "--no-progress", "--run-dir", "runs/cli"]
-    for setting in short_settings(script):
+    user = resolve_user(script)
+    argv = [sys.executable, "-m", "rlpipe.cli", "train", entry, "--seed", str(user["seed"]),
+            "--no-progress", "--run-dir", "runs/cli"]
+    if "max_env_step" in user:
+        argv += ["--max-env-steps", str(user["max_env_step"])]
+    for setting in assigned(script, "SHORT"):
         argv += ["--set", setting]
-    done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    mine = load_checkpoint(tmp_path / "runs" / "my-dqn", which="final")
+    mine = load_checkpoint(tmp_path / assigned(script, "cfg.run_dir"), which="final")
     cli = load_checkpoint(tmp_path / "runs" / "cli", which="final")
     assert mine["ctx"]["train_iter"] > 0
     assert_equal_states(mine["policy"], cli["policy"])
     assert_equal_states(mine["ctx"], cli["ctx"], "ctx")
+    return mine
+
+
+def test_the_offpolicy_script_trains_what_rlpipe_train_trains(tmp_path):
+    check_against_cli(tmp_path, "Off-policy, written out", "cartpole-dqn")
+
+
+def test_the_onpolicy_script_trains_what_rlpipe_train_trains(tmp_path):
+    check_against_cli(tmp_path, "On-policy, written out", "cartpole-ppo")
+
+
+@pytest.mark.slow
+def test_the_offline_script_trains_what_rlpipe_train_trains(tmp_path):
+    mine = check_against_cli(tmp_path, "Offline, written out", "cartpole-bc")
+    assert mine["ctx"]["train_iter"] == 200  # the SHORT budget reached both runs
+
+
+@pytest.mark.slow
+def test_the_r2d2_script_trains_what_rlpipe_train_trains(tmp_path):
+    check_against_cli(tmp_path, "Recurrent sequences (R2D2)", "cartpole-novel-r2d2")
