@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from rlpipe.middleware.ckpt import load_checkpoint
+from rlpipe.zoo import get_entry
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "pipelines.md"
@@ -135,3 +136,9 @@ def test_the_offline_script_trains_what_rlpipe_train_trains(tmp_path):
 @pytest.mark.slow
 def test_the_r2d2_script_trains_what_rlpipe_train_trains(tmp_path):
     check_against_cli(tmp_path, "Recurrent sequences (R2D2)", "cartpole-novel-r2d2")
+
+
+def test_the_multi_agent_script_trains_what_rlpipe_train_trains(tmp_path):
+    mine = check_against_cli(tmp_path, "Multi-agent, written out", "simple-spread-mappo")
+    n_agents = get_entry("simple-spread-mappo").config["env"]["env_kwargs"]["N"]
+    assert len(mine["ctx"]["agents"]) == n_agents  # the agent axis is kept with the context
