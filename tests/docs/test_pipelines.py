@@ -4,6 +4,7 @@ policy state (networks, optimiser states, counters, RNG state) is equal, and so 
 context's counters. Each script is run as the doc runs it: after the imports of the doc's
 earlier blocks, and after the `rlpipe ...` lines of its section (e.g. making its data set)."""
 import ast
+import json
 import os
 import pathlib
 import re
@@ -142,3 +143,19 @@ def test_the_multi_agent_script_trains_what_rlpipe_train_trains(tmp_path):
     mine = check_against_cli(tmp_path, "Multi-agent, written out", "simple-spread-mappo")
     n_agents = get_entry("simple-spread-mappo").config["env"]["env_kwargs"]["N"]
     assert len(mine["ctx"]["agents"]) == n_agents  # the agent axis is kept with the context
+
+
+def test_the_distributed_example_trains_in_a_learner_and_one_collector(tmp_path):
+    script = section_script("Several processes: distributed and real-time")
+    check = ('\nimport json\nprint(json.dumps({"collectors": summary["collectors"], '
+             '"env_step": summary["env_step"]}))\n')
+    (tmp_path / "script.py").write_text(script + check, encoding="utf-8")
+    done = subprocess.run([sys.executable, "script.py"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    user = resolve_user(script)
+    assert result["collectors"] == user["parallel"]["collectors"] == 1
+    assert result["env_step"] >= user["max_env_step"]
+    learner = load_checkpoint(tmp_path / assigned(script, "cfg.run_dir"), which="final")
+    assert learner["ctx"]["train_iter"] > 0  # the learner trained on the collector's steps
