@@ -9,8 +9,9 @@ bonus, γ 0.99, GAE λ 0.95, clip 0.2, value weight 0.5 on SB3's mean squared er
 value_coef=1 on rlpipe's ½·squared error): 160 gradient steps per 1,024 env steps. With
 rl-starter-files' settings (16 envs, 4 epochs of minibatches of 256, lr 7e-4: 16 gradient steps
 per 1,024 env steps) the greedy return was still 0.00 at 50k env steps. At 61k env steps four
-seeds of five are at 0.87–0.96 and one at 0.00 (docs/spaces_observations.md). The run stops at
-the first evaluation that reaches 0.85.
+seeds of five are at 0.87–0.96; the fifth never finds the goal often enough (0.00 still at 102k;
+no entropy bonus), see docs/spaces_observations.md. The run stops at the first evaluation that
+reaches 0.85.
 `--set env.id=MiniGrid-Empty-5x5-v0` (or any other MiniGrid id) trains the same model on another
 grid; `--set 'policy.model.encoders={"image": "conv"}'` puts the small conv trunk on the image.
 """
