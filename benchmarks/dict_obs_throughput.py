@@ -9,7 +9,16 @@ difference is the data path (nested batches, per-key storage, uint8 images), not
 Rounds alternate; the best of each is kept. Figures are env steps per second; the ratio is
 Dict / flat (target >= 0.9).
 
+`--ppo` measures instead a whole PPO run on MiniGrid-DoorKey-5x5's Dict observation (image +
+direction) beside Stable-Baselines3's PPO with MultiInputPolicy on the same env, at rl-zoo's
+settings (8 envs × 128 steps, 10 epochs of minibatches of 64): this process's CPU time per env
+step (collection, GAE and updates; one torch thread; after one warm-up rollout), rounds
+alternating, the best of each kept. rlpipe runs the network of SB3's policy (the image read flat,
+separate 64-64 tanh MLPs; the `minigrid-doorkey-ppo` entry) and the small conv trunk (`--net
+conv`). The ratio is rlpipe / SB3 (target <= 0.6).
+
 Run:  python benchmarks/dict_obs_throughput.py [--quick]
+      python benchmarks/dict_obs_throughput.py --ppo [--net mlp|conv|both] [--rollouts 8]
 """
 from __future__ import annotations
 
@@ -93,12 +102,82 @@ def one_round(factory, encoders: dict, n_envs: int, steps: int) -> float:
     return collected / elapsed
 
 
+DOORKEY = "MiniGrid-DoorKey-5x5-v0"
+NETS = {"mlp": dict(hidden=(64, 64), activation="tanh", share_encoder=False,
+                    encoders={"image": "mlp"}),
+        "conv": dict(hidden=(64,), activation="tanh", share_encoder=True)}
+
+
+def rlpipe_ppo_cpu(net: str, rollouts: int) -> float:
+    """CPU seconds per env step of rlpipe's PPO (collect → GAE → epochs of updates)."""
+    from rlpipe.middleware import gae_estimator, multistep_trainer
+    from rlpipe.pipelines.onpolicy import resolve_config
+    from rlpipe.policies import PPOPolicy
+
+    cfg = resolve_config(PPOPolicy, dict(
+        env=dict(id=DOORKEY, n_envs=8),
+        policy=dict(seed=0, model=NETS[net], collect=dict(n_sample=1024),
+                    learn=dict(lr=2.5e-4, epoch_per_collect=10, batch_size=64))))
+    env = EnvManager(DOORKEY, n_envs=8, seed=0, mode="sync")
+    policy = PPOPolicy(cfg.policy, env.observation_space, env.action_space)
+    task = Task()
+    with task.start(ctx=OnlineRLContext()):
+        task.use(StepCollector(cfg, policy.collect_mode, env))
+        task.use(gae_estimator(cfg, policy.collect_mode))
+        task.use(multistep_trainer(cfg, policy.learn_mode))
+        task.run(max_step=1)  # warm-up rollout
+        steps, start = task.ctx.env_step, time.process_time()
+        task.run(max_step=1 + rollouts)
+        cpu, steps = time.process_time() - start, task.ctx.env_step - steps
+    env.close()
+    return cpu / steps
+
+
+def sb3_ppo_cpu(rollouts: int) -> float:
+    """CPU seconds per env step of SB3's PPO with MultiInputPolicy on the same env."""
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.env_util import make_vec_env
+
+    from rlpipe.envs._minigrid import make_minigrid
+
+    env = make_vec_env(lambda: make_minigrid(DOORKEY), n_envs=8, seed=0)
+    model = PPO("MultiInputPolicy", env, n_steps=128, batch_size=64, n_epochs=10,
+                learning_rate=2.5e-4, ent_coef=0.0, seed=0, device="cpu")
+    model.learn(1024)  # warm-up rollout
+    start = time.process_time()
+    model.learn(1024 * rollouts, reset_num_timesteps=False)
+    cpu = time.process_time() - start
+    env.close()
+    return cpu / (1024 * rollouts)
+
+
+def ppo_main(nets: list, rollouts: int, rounds: int) -> None:
+    results: dict = {name: [] for name in ["sb3", *nets]}
+    for _ in range(rounds):
+        results["sb3"].append(sb3_ppo_cpu(rollouts))
+        for net in nets:
+            results[net].append(rlpipe_ppo_cpu(net, rollouts))
+    sb3 = min(results["sb3"])
+    print(f"{'PPO on DoorKey-5x5 (Dict obs)':32s}{'CPU ms / env step':>20s}{'/ SB3':>8s}")
+    print(f"{'SB3 MultiInputPolicy':32s}{1e3 * sb3:20.3f}{1.0:8.2f}")
+    for net in nets:
+        best = min(results[net])
+        print(f"{'rlpipe, net ' + net:32s}{1e3 * best:20.3f}{best / sb3:8.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--ppo", action="store_true", help="PPO on DoorKey beside SB3's")
+    parser.add_argument("--net", choices=("mlp", "conv", "both"), default="both")
+    parser.add_argument("--rollouts", type=int, default=8, help="--ppo: measured rollouts")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    if args.ppo:
+        ppo_main(["mlp", "conv"] if args.net == "both" else [args.net],
+                 2 if args.quick else args.rollouts, args.rounds)
+        return
     n_envs, steps = 8, (4_000 if args.quick else 16_000)
     flat, nested = [], []
     for _ in range(args.rounds):

@@ -49,6 +49,13 @@ _ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU}
 _STATS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_frac", "grad_norm")
 
 
+def _rows(tree: Any, rows: Any) -> Any:
+    """`tree[rows]` for a tensor, or the same rows of every tensor of a (nested) dict."""
+    if isinstance(tree, torch.Tensor):
+        return tree[rows]
+    return {k: _rows(v, rows) for k, v in tree.items()}
+
+
 class _PPOCollectFace(_CollectFace):
     """`policy.collect_mode` of PPO: also `value(obs) -> np.ndarray [B]` (V of the acting copy),
     which gae_estimator uses to bootstrap truncated episodes and the rollout's last step."""
@@ -285,12 +292,14 @@ class PPOPolicy(Policy):
                            "policy.collect.random_collect_size=0.")
         if "action_mask" in batch:
             keys.append("action_mask")
-        b = to_torch({k: batch[k] for k in keys}, self.device)
+        # the observation as plain (nested) dicts of tensors: minibatches index them per key
+        # without going through a tree library
+        b = dict(to_torch({k: batch[k] for k in keys if k != "obs"}, self.device),
+                 obs=obs_as_tensor(batch["obs"], self.device))
         n = int(b["adv"].shape[0])
         if n == 0:
             raise ValueError("PPO learn batch has no rows.")
-        action = b[action_key]
-        action = self._net_action(action)
+        b["action"] = self._net_action(b.pop(action_key))
         lr = self.current_lr()
         for group in self.optimizer.param_groups:
             group["lr"] = lr
@@ -298,7 +307,9 @@ class PPOPolicy(Policy):
         stats, n_updates = [], 0
         for _ in range(c.epoch_per_collect):
             order = torch.randperm(n, generator=self._learn_rng).to(self.device)
-            epoch = [self._update(b, action, order[i:i + c.batch_size])
+            # one gather per key and epoch; the minibatches are then views (slices) of it
+            shuffled = _rows(b, order)
+            epoch = [self._update(_rows(shuffled, slice(i, i + c.batch_size)))
                      for i in range(0, n, c.batch_size)]
             stats += epoch
             n_updates += len(epoch)
@@ -312,14 +323,14 @@ class PPOPolicy(Policy):
         out.update(lr=lr, n_updates=n_updates)
         return out
 
-    def _update(self, b: Dict[str, torch.Tensor], action: torch.Tensor,
-                idx: torch.Tensor) -> torch.Tensor:
-        dist, value = self.model(b["obs"][idx])
-        if "action_mask" in b:  # the same masked π that acted: in log π(a|s) and the entropy
-            dist = masked_categorical(dist, b["action_mask"][idx])
-        old = b["value"][idx] if self.cfg.learn.value_clip is not None else None
-        return self._optimise(ppo_terms(self.cfg.learn, dist, value, action[idx], b["logp"][idx],
-                                        b["adv"][idx], b["return"][idx], old))
+    def _update(self, mb: Dict[str, Any]) -> torch.Tensor:
+        """One gradient step on the minibatch `mb` (its action in network units)."""
+        dist, value = self.model(mb["obs"])
+        if "action_mask" in mb:  # the same masked π that acted: in log π(a|s) and the entropy
+            dist = masked_categorical(dist, mb["action_mask"])
+        old = mb["value"] if self.cfg.learn.value_clip is not None else None
+        return self._optimise(ppo_terms(self.cfg.learn, dist, value, mb["action"], mb["logp"],
+                                        mb["adv"], mb["return"], old))
 
     def _optimise(self, terms: PPOTerms) -> torch.Tensor:
         """One gradient step on `terms.loss`; the statistics of _STATS as one tensor."""

@@ -246,3 +246,32 @@ def test_state_dict_round_trips_through_weights_only_load():
     assert sa == pytest.approx(sb)
     with pytest.raises(KeyError, match="PPOPolicy.state_dict"):
         other.load_state_dict({"model": {}})
+
+
+def test_dict_obs_minibatches_are_plain_tensors_covering_each_row_once_per_epoch():
+    space = gym.spaces.Dict({"image": gym.spaces.Box(0, 10, (7, 7, 3), np.uint8),
+                             "row": gym.spaces.Discrete(40)})
+    policy = ppo({"learn": {"epoch_per_collect": 2, "batch_size": 16}}, space, ACT2)
+    rng = np.random.default_rng(0)
+    n = 40
+    obs = {"image": rng.integers(0, 11, (n, 7, 7, 3), dtype=np.uint8),
+           "row": np.arange(n, dtype=np.int64)}  # the row's number, to trace it
+    batch = {"obs": obs, **policy.collect_mode.forward(obs)}
+    batch["adv"] = rng.normal(size=n).astype(np.float32)
+    batch["return"] = (batch["value"] + batch["adv"]).astype(np.float32)
+    seen = []
+    forward = policy.model.forward
+
+    def recording(mb):
+        # plain dicts of dense tensors: no tree library between the rollout and the network
+        assert type(mb) is dict and all(type(v) is torch.Tensor for v in mb.values())
+        seen.append(mb["row"].tolist())
+        return forward(mb)
+
+    policy.model.forward = recording
+    stats = policy.learn_mode.forward(batch)
+    assert stats["n_updates"] == 2 * 3
+    assert [len(rows) for rows in seen] == [16, 16, 8] * 2
+    for epoch in (seen[:3], seen[3:]):
+        assert sorted(sum(epoch, [])) == list(range(n))
+    assert sum(seen[:3], []) != sum(seen[3:], [])  # reshuffled each epoch

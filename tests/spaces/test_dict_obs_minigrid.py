@@ -32,8 +32,9 @@ def test_minigrid_entry_trains_on_the_dict_observation(tmp_path, capsys):
     assert main(["train", "minigrid-doorkey-ppo", "--run-dir", str(tmp_path / "run"),
                  "--no-progress", "--max-env-steps", "512", *QUICK]) == 0
     weights = load_checkpoint(str(tmp_path / "run"), which="final")["policy"]["model"]
-    # direction one-hot (4) + the small trunk on the 7×7 grid (64·4·4) feed the shared MLP
-    assert weights["actor_encoder.mlp.net.0.weight"].shape[1] == 4 + 64 * 4 * 4
+    # direction one-hot (4) + the 7×7×3 grid read flat feed the actor's MLP (the critic has its own)
+    assert weights["actor_encoder.mlp.net.0.weight"].shape[1] == 4 + 7 * 7 * 3
+    assert weights["critic_encoder.mlp.net.0.weight"].shape[1] == 4 + 7 * 7 * 3
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["env_step"] == 512
 
 
