@@ -19,13 +19,16 @@ run: $(STAMP)
 
 # Two passes: most tests spread over one pytest-xdist worker per core, then the `serial` ones
 # (wall-clock, kill and Ray tests; tests/conftest.py) alone.
+# (both passes run; the target fails when either does)
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -ra -n $(JOBS) -m "not serial" tests
-	$(BIN)/python -m pytest -q -ra -m "serial" tests
+	$(BIN)/python -m pytest -q -ra -n $(JOBS) -m "not serial" tests; parallel=$$?; \
+	$(BIN)/python -m pytest -q -ra -m "serial" tests; serial=$$?; \
+	test $$parallel -eq 0 -a $$serial -eq 0
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -ra -n $(JOBS) -m "not slow and not serial" tests
-	$(BIN)/python -m pytest -q -ra -m "serial and not slow" tests
+	$(BIN)/python -m pytest -q -ra -n $(JOBS) -m "not slow and not serial" tests; parallel=$$?; \
+	$(BIN)/python -m pytest -q -ra -m "serial and not slow" tests; serial=$$?; \
+	test $$parallel -eq 0 -a $$serial -eq 0
 
 clean:
 	rm -rf $(VENV) build *.egg-info
