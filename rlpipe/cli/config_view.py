@@ -40,7 +40,7 @@ def show_config(name: Optional[str] = None, algo: Optional[str] = None,
                "own default")
     meanings = config_meanings(entry.policy_cls, with_imports=is_generic(entry.name))
     sources = _sources(entry, overrides, from_run=bool(name and os.path.isdir(name)))
-    return f"{header}\n{describe_config(cfg, meanings, sources)}"
+    return f"{header}\n{describe_config(cfg, meanings, sources, value_dicts(entry.policy_cls))}"
 
 
 def _sources(entry, overrides, from_run: bool) -> dict:
@@ -76,14 +76,22 @@ OPAQUE_KEYS = ("env.env_kwargs", "env.eval_env_kwargs")
 """Dicts that are one value (the env's own keyword arguments), not a config section."""
 
 
-def leaf_keys(cfg: Mapping, prefix: str = "") -> List[str]:
-    """Dotted keys of the non-section values of `cfg` (an empty dict, and the dicts in
-    `OPAQUE_KEYS`, count as a value)."""
+def value_dicts(policy_cls: type) -> List[str]:
+    """The policy's keys declared with a dict default (e.g. `model.encoders`: Dict key ->
+    encoder kind): one value each, however many entries a config gives them."""
+    return [name for name, k in policy_cls.declared_keys("policy.").items()
+            if isinstance(k.default, Mapping)]
+
+
+def leaf_keys(cfg: Mapping, prefix: str = "", values: Iterable[str] = ()) -> List[str]:
+    """Dotted keys of the non-section values of `cfg` (an empty dict, the dicts in
+    `OPAQUE_KEYS` and those `values` names count as a value)."""
+    opaque = set(OPAQUE_KEYS) | set(values)
     keys: List[str] = []
     for key, value in cfg.items():
         dotted = f"{prefix}{key}"
-        if isinstance(value, Mapping) and value and dotted not in OPAQUE_KEYS:
-            keys += leaf_keys(value, dotted + ".")
+        if isinstance(value, Mapping) and value and dotted not in opaque:
+            keys += leaf_keys(value, dotted + ".", opaque)
         else:
             keys.append(dotted)
     return keys
@@ -97,10 +105,11 @@ def _lookup(cfg: Mapping, dotted: str) -> Any:
 
 
 def describe_config(cfg: Mapping, meanings: Mapping[str, str],
-                    sources: Mapping[str, str] = None) -> str:
+                    sources: Mapping[str, str] = None, values: Iterable[str] = ()) -> str:
     """One line per key: `key = value  # meaning` (values as JSON where they can be), and
-    `[source]` after the meaning for the keys `sources` names (where the value comes from)."""
-    keys = leaf_keys(cfg)
+    `[source]` after the meaning for the keys `sources` names (where the value comes from);
+    `values`: dict-valued keys shown as one value (`value_dicts`)."""
+    keys = leaf_keys(cfg, values=values)
     width = max((len(k) for k in keys), default=0)
     lines = []
     for key in keys:

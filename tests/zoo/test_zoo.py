@@ -50,11 +50,12 @@ GENERIC = ["dqn@CartPole-v1", "ppo@Acrobot-v1", "sac@Pendulum-v1", "td3@Pendulum
 @pytest.mark.parametrize("name", list_entries() + GENERIC)
 def test_every_config_key_has_a_meaning(name):
     from rlpipe.zoo.generic import is_generic
-    from rlpipe.cli.config_view import config_meanings, leaf_keys
+    from rlpipe.cli.config_view import config_meanings, leaf_keys, value_dicts
 
     entry = get_entry(name)
     meanings = config_meanings(entry.policy_cls, with_imports=is_generic(name))
-    missing = [k for k in leaf_keys(entry.resolve()) if not meanings.get(k)]
+    keys = leaf_keys(entry.resolve(), values=value_dicts(entry.policy_cls))
+    missing = [k for k in keys if not meanings.get(k)]
     assert not missing, f"{name}: keys without a meaning (declare it beside the default: " \
                         f"key(default, meaning) in rlpipe/schema.py or the policy): {missing}"
 
