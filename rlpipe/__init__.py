@@ -13,7 +13,7 @@ apply_thread_policy()  # torch imported before rlpipe: one intra-op thread (see 
 
 
 def __getattr__(name: str) -> Any:
-    """`rlpipe.train` and `rlpipe.resume` (rlpipe/training.py), imported on first use so that
+    """`rlpipe.train` and `rlpipe.resume` (rlpipe/training/), imported on first use so that
     `import rlpipe` imports no torch."""
     if name not in ("train", "resume"):
         raise AttributeError(f"module 'rlpipe' has no attribute {name!r}")

@@ -2,7 +2,7 @@
 
 Each entry module declares its record as `ENTRY`; `ENTRIES` names the module of each, imported
 only when the entry is asked for, so that `rlpipe list` imports no torch. Running an entry
-(`train`, `resume`) lives in `rlpipe/training.py`, which asks this module for it."""
+(`train`, `resume`) lives in `rlpipe/training/`, which asks this module for it."""
 from __future__ import annotations
 
 import dataclasses
