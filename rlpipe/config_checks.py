@@ -68,6 +68,7 @@ def check_config(cfg: Mapping, table: Sequence[Tuple[str, Range]] = RANGES,
             f"{rule.describe()}{why}. Set it with --set {key}=VALUE or in the entry's config.",
             key=key)
     _check_pairs(cfg)
+    _check_parallel(cfg)
     return cfg
 
 
@@ -88,6 +89,21 @@ def _check_pairs(cfg: Mapping) -> None:
             f"waits for more transitions than the buffer holds, so it never starts; lower "
             f"replay.min_samples or raise replay.capacity with --set.", key="replay.min_samples")
     _check_collection(cfg)
+
+
+def _check_parallel(cfg: Mapping) -> None:
+    """A distributed run's launcher, and Ray where it launches collectors."""
+    par = cfg.get("parallel") or {}
+    backend = par.get("backend", "ray")
+    if backend not in ("ray", "local"):
+        raise ConfigRangeError(
+            f"config key 'parallel.backend' is {backend!r}: it must be 'ray' (actors, one machine "
+            f"or a cluster) or 'local' (child processes of this machine); set it with --backend.",
+            key="parallel.backend")
+    if backend == "ray" and _ints(par.get("collectors")) and par["collectors"] > 0:
+        from rlpipe.engine.parallel import require_ray  # names the pip command
+
+        require_ray()
 
 
 def _ints(*values: Any) -> bool:

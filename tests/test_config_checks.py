@@ -214,3 +214,22 @@ def test_a_warned_budget_is_said_before_the_run(tmp_path, caplog):
                      "--run-dir", str(tmp_path / "run"), "--no-progress"]) == 0
     warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert any("max_env_step=50 ends before learning starts" in m for m in warned), warned
+
+
+def test_a_distributed_run_names_a_launcher_that_exists(monkeypatch):
+    from rlpipe.zoo.registry import get_entry
+
+    with pytest.raises(ConfigRangeError, match=r"'parallel.backend' is 'ssh': .*'ray' .*'local'"):
+        get_entry("cartpole-dqn").resolve({}, ["parallel.backend=ssh"])
+    local = get_entry("cartpole-dqn").resolve(
+        {"parallel": {"collectors": 2, "backend": "local", "evaluator": False}})
+    assert local.parallel.collectors == 2
+
+    import importlib.util
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "ray" else real_find_spec(name, *a))
+    with pytest.raises(ImportError, match="needs Ray, which is not installed"):
+        get_entry("cartpole-dqn").resolve(
+            {"parallel": {"collectors": 2, "backend": "ray", "evaluator": False}})
+    get_entry("cartpole-dqn").resolve({})  # no collectors: no Ray needed

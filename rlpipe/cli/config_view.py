@@ -12,8 +12,7 @@ from rlpipe.schema import RUN_KEYS
 from rlpipe.standard_defaults import explicit_keys, standard_sources
 
 from rlpipe.zoo.generic import is_generic
-from rlpipe.training import drop_stale_stop_value
-from rlpipe.zoo.registry import _entry_to_train, get_entry
+from rlpipe.zoo.registry import find_entry, get_entry
 from rlpipe.runs.create import read_config
 
 
@@ -29,9 +28,9 @@ def show_config(name: Optional[str] = None, algo: Optional[str] = None,
         cfg = entry.resolve(plain, overrides)
         header = f"# run folder {name}: {trained}"
     else:
-        entry = _entry_to_train(name, algo, env, list(imports), dataset)
+        entry = find_entry(name, algo, env, list(imports), dataset)
         cfg = entry.resolve({}, overrides)
-        drop_stale_stop_value(entry, cfg, overrides)
+        entry.drop_stale_stop_value(cfg, overrides)
         header = f"# {entry.name}: {entry.policy_cls.__name__}"
         if is_generic(entry.name):
             source = f"--dataset {dataset}" if dataset else f"--env {env}"

@@ -1,7 +1,9 @@
-"""Distributed runs: one pipeline in a learner and N collector processes (Ray actors, or child
-processes with the local backend), and an evaluator process if asked.
+"""Running a `Job` (what a run trains): in this process, or as a distributed run, one pipeline
+in a learner and N collector processes (Ray actors, or child processes with the local backend)
+and an evaluator process if asked, or as the learner of a hub served on a Ray cluster
+(`run_trainer`; its collectors join through `rlpipe worker`, remote.py). `run_job` picks one.
 
-The driver (the `rlpipe train` process) ships a `Job`, what to run named by reference, and the
+The driver (the `rlpipe train` process) ships the `Job`, pickled by reference, and the
 resolved config as plain dicts (EasyDict does not survive pickling intact); `role_main`
 rebuilds the config in each process and runs the job on it. Collectors and the
 evaluator write nothing to the run folder: each gets its own seed, no run_dir, no progress bar;
@@ -35,20 +37,6 @@ EVALUATOR_SEED = 1_000_003
 LOCAL_CHILD_NICE = 10  # collectors and evaluator of a local run yield the CPU to the learner
 
 
-def check_distributed(name: str, cfg: Any, collectors: int) -> None:
-    """Raise a clear error when `collectors` is invalid or the entry cannot run distributed."""
-    if isinstance(collectors, bool) or not isinstance(collectors, int) or collectors < 0:
-        raise ValueError(f"--collectors must be a whole number >= 0, got {collectors!r}")
-    if collectors and "parallel" not in cfg:
-        raise ValueError(f"zoo entry {name!r} runs in one process only: --collectors works with "
-                         f"the off-policy (DQN, SAC, TD3) and on-policy (PPO, MAPPO, IPPO) entries")
-    backend = cfg.get("parallel", {}).get("backend", "ray")
-    if backend not in ("ray", "local"):
-        raise ValueError(f"parallel.backend must be 'ray' or 'local', got {backend!r}")
-    if collectors and backend == "ray":
-        parallel.require_ray()
-
-
 def reference(obj: Any, what: str) -> str:
     """`obj` (a module-level function or class) as "module:qualname", the form a process
     imports it back from; anything else (a lambda, a nested function, a partial) is refused."""
@@ -80,16 +68,17 @@ def load(ref: str) -> Any:
 
 @dataclasses.dataclass(frozen=True)
 class Job:
-    """What every process of a distributed run trains, by reference ("module:qualname"), so
-    that it pickles to any process: `runner(cfg, policy)` (a pipeline function such as
+    """What a run trains: `runner(cfg, policy_cls)` (a pipeline function such as
     `run_offpolicy`) or `main(cfg)`, after `prepare(cfg)` when given; `requires` are the
-    optional packages each process needs (import name -> rlpipe extra)."""
+    optional packages each process needs (import name -> rlpipe extra). It runs in this process
+    (`run`), or pickles to the processes of a distributed run: by reference ("module:qualname"),
+    so that each process imports the functions and the class back (`load`)."""
 
     name: str
-    policy: str
-    runner: Optional[str] = None
-    main: Optional[str] = None
-    prepare: Optional[str] = None
+    policy_cls: type
+    runner: Optional[Callable[..., Any]] = None
+    main: Optional[Callable[..., Any]] = None
+    prepare: Optional[Callable[..., Any]] = None
     requires: Tuple[Tuple[str, str], ...] = ()
 
     @classmethod
@@ -100,11 +89,18 @@ class Job:
         if (runner is None) == (main is None):
             raise TypeError(f"Job {name!r}: give it either runner= (a pipeline function such "
                             f"as run_offpolicy) or main=, not {'both' if runner else 'neither'}")
-        return cls(name, reference(policy_cls, f"{name}: policy class"),
-                   runner and reference(runner, f"{name}: pipeline function"),
-                   main and reference(main, f"{name}: main"),
-                   prepare and reference(prepare, f"{name}: prepare"),
-                   tuple(sorted(requires.items())))
+        return cls(name, policy_cls, runner, main, prepare, tuple(sorted(requires.items())))
+
+    def references(self) -> Tuple[str, ...]:
+        """The policy class, runner, main and prepare as "module:qualname" ("" where unset);
+        what cannot be imported back in another process is refused here."""
+        return (reference(self.policy_cls, f"{self.name}: policy class"),
+                *(reference(f, f"{self.name}: {what}") if f is not None else ""
+                  for f, what in ((self.runner, "pipeline function"), (self.main, "main"),
+                                  (self.prepare, "prepare"))))
+
+    def __reduce__(self) -> Tuple[Any, ...]:
+        return _job_from_references, (self.name, *self.references(), self.requires)
 
     def run(self, cfg: Any) -> Dict[str, Any]:
         """Train on `cfg` in this process; returns the run's summary."""
@@ -114,10 +110,17 @@ class Job:
                                   f"every process of the run; install it with: pip install "
                                   f"\"rlpipe[{extra}]\"")
         if self.prepare is not None:
-            load(self.prepare)(cfg)
+            self.prepare(cfg)
         if self.main is not None:
-            return load(self.main)(cfg)
-        return load(self.runner)(cfg, load(self.policy))
+            return self.main(cfg)
+        return self.runner(cfg, self.policy_cls)
+
+
+def _job_from_references(name: str, policy: str, runner: str, main: str, prepare: str,
+                         requires: Tuple[Tuple[str, str], ...]) -> Job:
+    """A `Job` unpickled in another process: its functions and class imported back."""
+    return Job(name, load(policy), *(load(ref) if ref else None for ref in (runner, main, prepare)),
+               requires=requires)
 
 
 def role_seed(seed: int, link: Any) -> int:
@@ -239,3 +242,33 @@ def run_distributed(job: Job, cfg: Any, address: Optional[str] = None,
     finally:
         if progress is not None:
             progress.close()
+
+
+def run_trainer(job: Job, cfg: Any, address: Optional[str], hub: str) -> Dict[str, Any]:
+    """The learner of `job` on served hub `hub` (what `train(..., hub=...)` runs); the hub
+    hands the job and config to the workers that join."""
+    plain = to_plain(cfg)
+    log.info("trainer of hub %r on %s: waiting for workers (`rlpipe worker %s --address %s`)",
+             hub, address or "auto", hub, address or "auto")
+    with parallel.trainer_link(hub, address, (job, plain)) as learner:
+        result = role_main(job, plain)
+        state = learner.state()
+    result = dict(result or {})
+    result["collectors"] = int(state["joined"])
+    result["lost_workers"] = len(state["lost"])
+    return result
+
+
+def run_job(job: Job, cfg: Any, address: Optional[str] = None,
+            hub: Optional[str] = None) -> Dict[str, Any]:
+    """Train `job` on the resolved `cfg` as it asks: in this process; as the learner of a
+    distributed run when `cfg.parallel` asks for collectors or an evaluator process (an offline
+    run's `--async`: an evaluator and no collector); or, with `hub`, as the learner of that
+    served hub (`run_trainer`). Returns the run's summary."""
+    par = cfg.get("parallel", {})
+    distributed = par.get("collectors", 0) > 0 or par.get("evaluator")
+    if not hub and not distributed:
+        return job.run(cfg)
+    if hub:
+        return run_trainer(job, cfg, address, hub)
+    return run_distributed(job, cfg, address)

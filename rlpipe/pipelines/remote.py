@@ -2,8 +2,8 @@
 
 - `serve(name, address)` starts the hub as a named, detached actor on the head node;
 - `rlpipe.training.train(entry, hub=name, ray_address=address)` (`rlpipe trainer`) runs the
-  entry's learner (and evaluator) in this process, attached to that hub, through `run_trainer`
-  below;
+  entry's learner (and evaluator) in this process, attached to that hub, through
+  `rlpipe.pipelines.distributed.run_trainer`;
 - `worker(name, address, n)` (`rlpipe worker`) adds n collectors of that training, on this
   machine's node; they run the same `role_main` as the collectors of `rlpipe train
   --collectors`, with the job and config the trainer published, so samples, compression, weight
@@ -17,10 +17,9 @@ from __future__ import annotations
 import logging
 from typing import Any, Dict, Optional
 
-from rlpipe.config import to_plain
 from rlpipe.engine import parallel
 
-from .distributed import Job, role_main
+from .distributed import role_main
 
 log = logging.getLogger("rlpipe")
 
@@ -43,21 +42,6 @@ def stop(name: str, address: Optional[str] = None) -> str:
     counters = state["counters"]
     return (f"hub {name!r} stopped: {int(counters.get('env_step', 0))} env steps collected by "
             f"{state['joined']} collector(s), {len(state['lost'])} lost")
-
-
-def run_trainer(job: Job, cfg: Any, address: Optional[str], hub: str) -> Dict[str, Any]:
-    """The learner of `job` on served hub `hub` (what `train(..., hub=...)` runs); the hub
-    hands the job and config to the workers that join."""
-    plain = to_plain(cfg)
-    log.info("trainer of hub %r on %s: waiting for workers (`rlpipe worker %s --address %s`)",
-             hub, address or "auto", hub, address or "auto")
-    with parallel.trainer_link(hub, address, (job, plain)) as learner:
-        result = role_main(job, plain)
-        state = learner.state()
-    result = dict(result or {})
-    result["collectors"] = int(state["joined"])
-    result["lost_workers"] = len(state["lost"])
-    return result
 
 
 def worker(name: str, address: Optional[str] = None, n: int = 1, worker_id: Optional[str] = None,

@@ -96,9 +96,9 @@ def check_train_config(path: str, spec: Mapping[str, Any], extra: List[str]) -> 
     with the file's name, before any run folder exists."""
     from rlpipe.config import ConfigError
 
-    from rlpipe.zoo.registry import _entry_to_train
+    from rlpipe.zoo.registry import find_entry
 
-    entry = _entry_to_train(spec["name"], spec["algo"], spec["env"], list(spec["imports"]))
+    entry = find_entry(spec["name"], spec["algo"], spec["env"], list(spec["imports"]))
     try:
         entry.resolve({}, spec["overrides"])
     except ConfigError as err:

@@ -34,7 +34,7 @@ import sys
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from rlpipe.runs import atomic_write_json
-from rlpipe.zoo.registry import Entry, _entry_to_train
+from rlpipe.zoo.registry import Entry, find_entry
 
 from .config_file import as_override, write_train_config
 from .tune_space import Space, space_for
@@ -124,7 +124,7 @@ def prepare(spec: TuneSpec) -> Study:
 
         raise MissingDependencyError('rlpipe tune needs the optional package optuna; install it '
                                      'with: pip install "rlpipe[tune]"')
-    entry = _entry_to_train(spec.name, spec.algo, spec.env, list(spec.imports))
+    entry = find_entry(spec.name, spec.algo, spec.env, list(spec.imports))
     entry.check_requirements()
     if entry.pipeline == "offline":
         raise ValueError(f"{entry.name} trains offline; rlpipe tune tunes online entries (its "

@@ -9,8 +9,9 @@ import dataclasses
 import difflib
 import importlib
 import importlib.util
+import logging
 from types import ModuleType
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from easydict import EasyDict
 
@@ -140,21 +141,79 @@ class Entry:
                     f"install it with: pip install \"rlpipe[{extra}]\""
                 )
 
+    def check_collectors(self, cfg: Any, collectors: int) -> None:
+        """`--collectors N` (N > 0) on an entry whose resolved `cfg` has no `parallel` section
+        is refused in one line."""
+        if collectors and "parallel" not in cfg:
+            raise ValueError(f"zoo entry {self.name!r} runs in one process only: --collectors "
+                             f"works with the off-policy (DQN, SAC, TD3) and on-policy (PPO, "
+                             f"MAPPO, IPPO) entries")
+
+    def drop_stale_stop_value(self, cfg: Any, overrides: Iterable[str]) -> None:
+        """`--set env.id=OTHER` keeps a stop value tuned for this entry's env: drop it (one
+        warning line) unless `--set env.stop_value=...` sets one for the new env."""
+        tuned_for = self.config.get("env", {}).get("id")
+        sets_stop = any(o.split("=", 1)[0].strip() == "env.stop_value" for o in overrides)
+        if (tuned_for is not None and cfg.env.id != tuned_for and cfg.env.stop_value is not None
+                and not sets_stop):
+            logging.getLogger("rlpipe").warning(
+                "env.id=%s: dropped the stop_value %s that %s tuned for %s (the run uses its "
+                "whole budget); set one with --set env.stop_value=V", cfg.env.id,
+                cfg.env.stop_value, self.name, tuned_for)
+            cfg.env.stop_value = None
+
+    def init_from_settings(self, source: str, with_optim: bool) -> Dict[str, Any]:
+        """The settings of a run of this entry that starts from the weights of `source` (a run
+        folder: its best.pt, else final.pt; or a checkpoint), and its optimisers too with
+        `with_optim`. A source of the same algorithm also gives its model section: the weights
+        define the network (an offline run's defaults differ from an online run's)."""
+        from rlpipe.pipelines.init_from import pick_checkpoint
+
+        if self.pipeline == "on-policy":
+            raise ValueError(f"--init-from: {self.name} is on-policy; --init-from starts "
+                             f"off-policy and offline runs (e.g. `--algo sac --env Pendulum-v1 "
+                             f"--init-from RUN_DIR`)")
+        checkpoint = pick_checkpoint(source)
+        settings: Dict[str, Any] = {"init_from": checkpoint, "init_from_optim": bool(with_optim)}
+        _, source_cls, plain = _source_run(checkpoint)
+        model = (plain.get("policy") or {}).get("model")
+        if model is not None and source_cls is self.policy_cls:
+            settings["policy"] = {"model": model}
+        return settings
+
+    def check_init_from(self, cfg: Any) -> None:
+        """Before any run folder exists: the policy class and spaces of the run that
+        `cfg.init_from` comes from (its config.json) must fit this run's (one line otherwise)."""
+        from rlpipe.pipelines.init_from import check_source
+
+        spaces_of = _generic().spaces_of
+        checkpoint = str(cfg.init_from)
+        source_name, source_cls, plain = _source_run(checkpoint)
+        check_source(checkpoint, (source_cls, *spaces_of(plain), source_name),
+                     self.policy_cls, *spaces_of(cfg))
+
     def run(self, cfg: Any) -> Dict[str, Any]:
         """Train on the resolved `cfg` in this process; returns the run's summary."""
         self.check_requirements()
-        if self.prepare is not None:
-            self.prepare(cfg)
-        if self.main is not None:
-            return self.main(cfg)
-        return self.runner(cfg, self.policy_cls)
+        return self.job().run(cfg)
 
     def job(self) -> Any:
-        """What each process of a distributed run trains (`rlpipe.pipelines.distributed`)."""
+        """What this entry trains, as a `Job` (`rlpipe.pipelines.distributed`): it runs in this
+        process or pickles to the processes of a distributed run."""
         from rlpipe.pipelines.distributed import Job
 
         return Job.of(self.name, self.policy_cls, runner=self.runner, main=self.main,
                       prepare=self.prepare, requires=self.requires)
+
+
+def _source_run(checkpoint: str) -> Tuple[str, type, Dict[str, Any]]:
+    """The entry name, policy class and config (plain dicts) of the run that wrote
+    `checkpoint`."""
+    from rlpipe.runs import RunDir
+    from rlpipe.runs.create import read_config
+
+    name, plain = read_config(str(RunDir.of_checkpoint(checkpoint).root))
+    return name, get_entry(name, imports=plain.get("imports", ())).policy_cls, plain
 
 
 def _pipeline_resolver(pipeline: str) -> Callable[..., EasyDict]:
@@ -207,8 +266,12 @@ def get_entry(name: str, stop_value: Optional[float] = None, imports: Iterable[s
     return entry
 
 
-def _entry_to_train(name: Optional[str], algo: Optional[str], env: Optional[str],
-                    imports: List[str], dataset: Optional[str] = None) -> Entry:
+def find_entry(name: Optional[str], algo: Optional[str], env: Optional[str],
+               imports: Iterable[str] = (), dataset: Optional[str] = None) -> Entry:
+    """The entry that `rlpipe train` names: a zoo entry `name`, or the generic entry of
+    algorithm `algo` on env `env` or on data set `dataset` (`imports`: modules imported
+    first); a wrong combination of them is a one-line error saying which to give."""
+    imports = list(imports)
     generic_name = _generic().generic_name
     if dataset is not None:
         if name:

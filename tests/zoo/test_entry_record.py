@@ -3,6 +3,7 @@ its processes the entry's pipeline by reference, not by name."""
 import importlib
 import multiprocessing
 import os
+import pickle
 import subprocess
 import sys
 
@@ -39,20 +40,25 @@ def test_a_module_without_its_record_is_a_one_line_error(monkeypatch):
         get_entry("no-record")
 
 
-def test_the_job_names_the_pipeline_and_policy_by_reference():
+def test_the_job_pickles_the_pipeline_and_policy_by_reference():
     from rlpipe.pipelines.offpolicy import run_offpolicy
     from rlpipe.policies import SACPolicy
 
     job = get_entry("pendulum-sac").job()
-    assert load(job.runner) is run_offpolicy and load(job.policy) is SACPolicy
+    assert job.runner is run_offpolicy and job.policy_cls is SACPolicy
     assert job.main is None and job.prepare is None
+    assert job.references()[:2] == ("rlpipe.policies.sac:SACPolicy",
+                                    "rlpipe.pipelines.offpolicy:run_offpolicy")
+    again = pickle.loads(pickle.dumps(job))
+    assert again == job and again.runner is run_offpolicy
 
 
 def test_an_entry_that_adds_to_its_pipeline_hands_on_its_main():
     from rlpipe.zoo.rtpendulum import sac
 
     job = get_entry("rtpendulum-sac").job()
-    assert load(job.main) is sac.main and job.runner is None
+    assert job.main is sac.main and job.runner is None
+    assert load(job.references()[2]) is sac.main
     assert job.requires == (("rtgym", "realtime"),)
 
 
@@ -60,8 +66,22 @@ def test_a_generic_entry_prepares_each_process():
     from rlpipe.pipelines.onpolicy import run_onpolicy
     from rlpipe.zoo.generic import prepare_run
 
-    job = get_entry("ppo@CartPole-v1").job()
-    assert load(job.runner) is run_onpolicy and load(job.prepare) is prepare_run
+    job = pickle.loads(pickle.dumps(get_entry("ppo@CartPole-v1").job()))
+    assert job.runner is run_onpolicy and job.prepare is prepare_run
+
+
+def _here(cfg):
+    return {"ran": cfg["x"]}
+
+
+def test_a_job_runs_here_what_no_other_process_could_import():
+    def nested(cfg, policy_cls):
+        return {"policy": policy_cls.__name__, "x": cfg["x"]}
+
+    job = Job.of("x", object, runner=nested)
+    assert job.run({"x": 3}) == {"policy": "object", "x": 3}
+    with pytest.raises(TypeError, match="top level of an importable module"):
+        pickle.dumps(job)
 
 
 def test_what_a_process_cannot_import_back_is_refused():
@@ -74,10 +94,9 @@ def test_what_a_process_cannot_import_back_is_refused():
 
 
 def test_a_job_missing_an_optional_package_says_how_to_install_it():
-    job = Job("x", "builtins:object", runner="builtins:print",
-              requires=(("no_such_package_xyz", "extra"),))
+    job = Job.of("x", object, main=_here, requires={"no_such_package_xyz": "extra"})
     with pytest.raises(ImportError, match=r'pip install "rlpipe\[extra\]"'):
-        job.run({})
+        job.run({"x": 1})
 
 
 def test_import_rlpipe_leaves_torch_out_and_train_in_reach():
