@@ -51,7 +51,8 @@ def _write_and_run(job: Job, cfg: Any, ray_address: Optional[str], hub: Optional
     """config.json and log.txt, then the job. A `fresh` run (not a resume) that fails before
     its first iteration leaves no half-made folder (`created`: this run made it); a run that
     fails later records the error in its log.txt."""
-    from rlpipe.runs.create import attach_log_file, write_config  # at call time (tests fake a full disk)
+    # imported at call time: the tests stand a full or read-only disk in for these two
+    from rlpipe.runs.create import attach_log_file, write_config
 
     os.makedirs(cfg.run_dir, exist_ok=True)
     write_config(cfg.run_dir, job.name, cfg)
