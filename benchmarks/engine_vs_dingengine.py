@@ -1,12 +1,14 @@
 """Generator middleware per call: rlpipe's Task against DI-engine's `task`, in the same run.
 
     python benchmarks/engine_vs_dingengine.py --dingengine /tmp/dingvenv/bin/python \
-        [--iterations 20000] [--repeats 3] [--rounds 6]
+        [--iterations 20000] [--repeats 3] [--rounds 6] [--baseline DIR]
 
 DI-engine is not a dependency of rlpipe: its half runs in another interpreter (`--dingengine`,
 a venv where `from ding.framework import task` imports), this script's own half in this one.
 Each round starts one process per framework, in alternating order (rlpipe first in even rounds,
 DI-engine first in odd ones), so that a change of load on the machine falls on both.
+`--baseline DIR` adds a third side, "baseline": the rlpipe package found in DIR (e.g. another
+commit's, from `git archive COMMIT rlpipe | tar -x -C DIR`), run by this interpreter.
 
 Each process builds 5 middleware `def mw(ctx): yield` and its framework's `OnlineRLContext`
 (as DI-engine's pipelines pass it), runs the global task in sync mode (`task.start(ctx=...)`,
@@ -32,7 +34,7 @@ import time
 from typing import Any, Callable, Dict, List
 
 N_MIDDLEWARE = 5
-SIDES = ("rlpipe", "dingengine")
+SIDES = ("rlpipe", "dingengine", "baseline")
 
 
 def make_middleware() -> List[Callable[[Any], Any]]:
@@ -62,7 +64,7 @@ def plain_loop(fns: List[Callable[[Any], Any]], ctx: Any, n: int) -> float:
 
 def framework(side: str) -> tuple:
     """(the global task, its OnlineRLContext class) of `side`, imported in this process."""
-    if side == "rlpipe":
+    if side != "dingengine":
         from rlpipe.contexts import OnlineRLContext
         from rlpipe.engine import task
     else:
@@ -106,8 +108,10 @@ def child(args: argparse.Namespace) -> None:
 def run_side(python: str, side: str, args: argparse.Namespace) -> Dict[str, float]:
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ)
-    if side == "rlpipe":  # this checkout's rlpipe, whatever the working directory
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)
+    # rlpipe: this checkout's package, whatever the working directory; baseline: DIR's
+    root = {"rlpipe": here, "baseline": args.baseline}.get(side)
+    if root:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     argv = [python, os.path.abspath(__file__), "--side", side,
             "--iterations", str(args.iterations), "--repeats", str(args.repeats)]
     done = subprocess.run(argv, capture_output=True, text=True, env=env)
@@ -130,6 +134,8 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=20000)
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per process (least)")
     parser.add_argument("--rounds", type=int, default=6, help="processes per side, alternating")
+    parser.add_argument("--baseline", metavar="DIR",
+                        help="also time the rlpipe package in DIR (another commit's)")
     parser.add_argument("--side", choices=SIDES, help=argparse.SUPPRESS)  # a child process
     args = parser.parse_args()
     if args.side:
@@ -138,19 +144,24 @@ def main() -> None:
     if not args.dingengine:
         parser.error("--dingengine PYTHON is required: the interpreter of a venv with DI-engine "
                      "(see docs/benchmarks.md, 'Generator middleware dispatch')")
-    pythons = {"rlpipe": sys.executable, "dingengine": args.dingengine}
-    figures: Dict[str, List[tuple]] = {side: [] for side in SIDES}
+    if args.baseline and not os.path.isfile(os.path.join(args.baseline, "rlpipe", "__init__.py")):
+        parser.error(f"--baseline {args.baseline}: no rlpipe package there; make one with "
+                     f"`git archive COMMIT rlpipe | tar -x -C {args.baseline}`")
+    pythons = {"rlpipe": sys.executable, "dingengine": args.dingengine,
+               "baseline": sys.executable}
+    sides = SIDES if args.baseline else SIDES[:2]
+    figures: Dict[str, List[tuple]] = {side: [] for side in sides}
     print(f"{N_MIDDLEWARE} generator middleware, sync, {args.iterations} iterations, least of "
           f"{args.repeats} runs per process; process CPU µs per middleware call")
     print(f"{'round':>5}  {'side':<11}{'per call':>10}{'above plain loop':>18}")
     for r in range(args.rounds):
-        order = SIDES if r % 2 == 0 else SIDES[::-1]
+        order = sides if r % 2 == 0 else sides[::-1]
         for side in order:
             total, above = per_call_us(run_side(pythons[side], side, args))
             figures[side].append((total, above))
             print(f"{r:>5}  {side:<11}{total:>10.2f}{above:>18.2f}", flush=True)
     print("\nover the rounds (best / median), µs per call:")
-    for side in SIDES:
+    for side in sides:
         totals = [t for t, _ in figures[side]]
         aboves = [a for _, a in figures[side]]
         print(f"  {side:<11} per call {min(totals):.2f} / {statistics.median(totals):.2f}"
