@@ -2,7 +2,7 @@
 
 Each function updates the per-middleware `counts`/`totals` of the profile and adds to an error
 a note naming the middleware, its position and which half (before or after its `yield`) failed.
-While a middleware's code runs, `RUNNING.node` names it (for the check of the events it emits).
+While a middleware's code runs, `running().node` names it (for the check of the events it emits).
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from concurrent.futures import Executor
 from typing import Any, List, Tuple
 
 from ._flow import Flow, Node, Suspended, discard, yielded_twice
-from ._listeners import RUNNING
+from ._listeners import running
 from ._scheduler import run_graph
 
 _Gen = types.GeneratorType
@@ -33,14 +33,14 @@ def iterate_sync(flow: Flow, ctx: Any, nodes: List[Node], counts: List[int],
     # (the common case, resumed in place by `backward`), else a `Suspended` with its children
     suspended: List[Tuple[int, Any]] = []
     perf = time.perf_counter
-    running = RUNNING
+    slot = running()
     i = -1
-    outer = getattr(running, "node", None)  # a task run from inside another's middleware
+    outer = slot.node  # a task run from inside another's middleware
     t = perf()
     try:
         for node in nodes:
             i += 1
-            running.node = node
+            slot.node = node
             gen = node.fn(ctx)
             if type(gen) is _Gen:
                 if next(gen, _DONE) is _DONE:  # returned before any yield
@@ -63,7 +63,7 @@ def iterate_sync(flow: Flow, ctx: Any, nodes: List[Node], counts: List[int],
         discard(as_suspended(nodes, suspended), exc)
         raise
     finally:
-        running.node = outer
+        slot.node = outer
     backward(flow, nodes, suspended, totals)
 
 
@@ -82,16 +82,16 @@ def backward(flow: Flow, nodes: List[Node], suspended: List[Tuple[int, Any]],
     (as `Flow.resume` does, without its call and checks).
     """
     perf = time.perf_counter
-    running = RUNNING
+    slot = running()
     pending = flow.pending()
-    outer = getattr(running, "node", None)
+    outer = slot.node
     resume = flow.resume
     t = perf()
     i = -1
     try:
         while suspended:
             i, item = suspended.pop()
-            running.node = nodes[i]
+            slot.node = nodes[i]
             if type(item) is _Gen and not pending:
                 if next(item, _DONE) is not _DONE:
                     item.close()
@@ -112,7 +112,7 @@ def backward(flow: Flow, nodes: List[Node], suspended: List[Tuple[int, Any]],
         discard(as_suspended(nodes, suspended), exc)
         raise
     finally:
-        running.node = outer
+        slot.node = outer
 
 
 def iterate_async(executor: Executor, flow: Flow, ctx: Any, nodes: List[Node],
