@@ -4,7 +4,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
-from ._listeners import RUNNING, warn_undeclared_emit
+from ._listeners import running, warn_undeclared_emit
 from ._names import middleware_name
 
 
@@ -87,13 +87,14 @@ class EventsMixin:
 
         Emitted by a middleware of the chain whose contract does not declare `event`: a
         one-line UserWarning names both (once per middleware and event; see `_listeners`)."""
-        node = getattr(RUNNING, "node", None)
+        slot = running()
+        node = slot.node
         if node is None:
             self._events.emit(event, *args, **kwargs)
             return
         warn_undeclared_emit(node, event, self._undeclared_emits)
-        RUNNING.node = None  # what the handlers emit is theirs, not this middleware's
+        slot.node = None  # what the handlers emit is theirs, not this middleware's
         try:
             self._events.emit(event, *args, **kwargs)
         finally:
-            RUNNING.node = node
+            slot.node = node

@@ -112,11 +112,7 @@ class Flow:
         gen = suspended.gen
         if gen is not None and next(gen, _DONE) is not _DONE:
             gen.close()
-            raise RuntimeError(
-                f"middleware {suspended.name!r} yielded more than once; a middleware "
-                "generator must have exactly one `yield` (code before it runs on the way "
-                "down, code after it on the way back)"
-            )
+            raise RuntimeError(yielded_twice(suspended.name))
 
     def unwind(self) -> None:
         """Resume every pending middleware of this thread, last forwarded first (`task.backward()`)."""
@@ -130,6 +126,13 @@ class Flow:
                 discard(pending, exc)
                 pending.clear()
                 raise
+
+
+def yielded_twice(name: str) -> str:
+    """The error of a middleware generator that yielded a second time."""
+    return (f"middleware {name!r} yielded more than once; a middleware generator must have "
+            "exactly one `yield` (code before it runs on the way down, code after it on the "
+            "way back)")
 
 
 def discard(suspended: List[Suspended], error: BaseException) -> None:

@@ -2,7 +2,7 @@
 middleware emits, and the events the task's listeners wait for.
 
 Emits: while the task runs a middleware's code (before or after its `yield`), the thread running
-it knows which middleware it is (`RUNNING`); an event that middleware emits and its contract
+it knows which middleware it is (`running()`); an event that middleware emits and its contract
 does not declare is reported in a one-line UserWarning naming the middleware, the event and the
 fix, once per middleware and event. Code run by an event's handlers is not checked (a handler
 belongs to whoever registered it, not to the middleware whose emit called it), nor code of an
@@ -28,12 +28,32 @@ from ._contract import Contract
 ENGINE_EVENTS = frozenset({"finish"})
 """Events the Task emits itself."""
 
-RUNNING = threading.local()
-"""`RUNNING.node`: the chain node (name and contract) whose code this thread runs now, else None.
-Set by the iteration (`_iterate`, `_scheduler`) around each middleware call; cleared while an
-event's handlers run."""
-
 _CUTOFF = 0.8  # "eval_ended" ~ "eval_end" (0.89) is flagged, "episode_start" ~ "episode_end" (0.67) is not
+
+
+class Running:
+    """One thread's `node`: the chain node (name and contract) whose code the thread runs now,
+    else None. Set by the iteration (`_iterate`, `_scheduler`) around each middleware call;
+    cleared while an event's handlers run. A plain object held per thread, because the sync
+    iteration sets it twice per middleware and an attribute of a `threading.local` costs
+    several times more to set."""
+
+    __slots__ = ("node",)
+
+    def __init__(self) -> None:
+        self.node: Any = None
+
+
+_THREAD = threading.local()
+
+
+def running() -> Running:
+    """This thread's `Running`."""
+    try:
+        return _THREAD.running
+    except AttributeError:
+        _THREAD.running = slot = Running()
+        return slot
 
 
 def declared_events(contracts: Iterable[Optional[Contract]]) -> Optional[frozenset]:
@@ -78,7 +98,7 @@ def warn_unheard_listeners(chain: Sequence[Tuple[str, Optional[Contract]]],
 
 def running_node() -> Any:
     """The chain node whose code this thread runs now (None outside the chain's code)."""
-    return getattr(RUNNING, "node", None)
+    return running().node
 
 
 def undeclared_emit(node: Any, event: str) -> Optional[str]:

@@ -13,7 +13,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 from ._contract import Contract
 from ._flow import Flow, Node, Suspended
-from ._listeners import RUNNING
+from ._listeners import running
 
 Done = Tuple[int, Optional[Suspended], Optional[BaseException], float]
 
@@ -62,14 +62,15 @@ def run_graph(executor: Executor, flow: Flow, nodes: List[Node], deps: List[Tupl
 
 def _run_node(flow: Flow, j: int, node: Node, ctx: Any, done: "queue.SimpleQueue[Done]") -> None:
     started = time.perf_counter()
-    RUNNING.node = node  # this worker thread runs `node` (the check of the events it emits)
+    slot = running()
+    slot.node = node  # this worker thread runs `node` (the check of the events it emits)
     try:
         item = flow.enter(node.fn, ctx, node.name)
     except BaseException as exc:  # handed to the scheduling thread, re-raised there
         done.put((j, None, exc, time.perf_counter() - started))
         return
     finally:
-        RUNNING.node = None
+        slot.node = None
     done.put((j, item, None, time.perf_counter() - started))
 
 

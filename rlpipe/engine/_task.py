@@ -309,21 +309,28 @@ class Task(RolesMixin, EventsMixin, SharedMixin):
         warn_unheard_listeners([(n.name, n.contract) for n in nodes], self._events.events())
         if self._ctx_used:
             self.renew()
+        flow, counts, totals = self._flow, self._counts, self._totals
         if self._async:
             deps = dependencies([c for _, c in entries])
-            iterate = lambda ctx: self._iterate_async(ctx, nodes, deps)  # noqa: E731
+            executor = self._executor
+            assert executor is not None
+            iterate = lambda ctx: iterate_async(  # noqa: E731
+                executor, flow, ctx, nodes, deps, counts, totals)
         else:
-            iterate = lambda ctx: self._iterate_sync(ctx, nodes)  # noqa: E731
+            iterate = lambda ctx: iterate_sync(flow, ctx, nodes, counts, totals)  # noqa: E731
         self._finish, self._finish_reason = False, None
         self._running = True
         saved_pending = self._flow.swap([])
         outer_task = _current._running
         _current.set_running(self)
         started = time.perf_counter()
+        # the loop reads the task's fields directly (no property, no method of the task): it
+        # runs once per iteration, and a sync iteration of a few light middleware costs µs
+        last = -1 if max_step is None else max_step - 1
         try:
             step = 0
             while True:
-                if max_step is not None and step == max_step - 1:
+                if step == last:
                     self._finish = True
                 self._ctx_used = True
                 iterate(self._ctx)
@@ -331,7 +338,7 @@ class Task(RolesMixin, EventsMixin, SharedMixin):
                 self._iterations += 1
                 if self._finish:
                     break
-                self.renew()
+                self._ctx = self._ctx.renew()  # renew(), less the flag set again above
         finally:
             self._wall += time.perf_counter() - started
             self._running = False
@@ -341,13 +348,6 @@ class Task(RolesMixin, EventsMixin, SharedMixin):
             log.info("the run ended after iteration %d: %s", self._ctx.total_step,
                      self._finish_reason)
         self.emit("finish", self._ctx)
-
-    def _iterate_sync(self, ctx: Context, nodes: List[Node]) -> None:
-        iterate_sync(self._flow, ctx, nodes, self._counts, self._totals)
-
-    def _iterate_async(self, ctx: Context, nodes: List[Node], deps: List[Tuple[int, ...]]) -> None:
-        assert self._executor is not None
-        iterate_async(self._executor, self._flow, ctx, nodes, deps, self._counts, self._totals)
 
     # ---- composite middleware --------------------------------------------------------------
 

@@ -108,6 +108,56 @@ def test_error_closes_suspended_generators_without_running_post_code():
     assert log == ["finally"]
 
 
+def test_error_after_yield_closes_the_outer_generators_without_their_post_code():
+    log = []
+
+    def guarded(ctx):
+        try:
+            yield
+            log.append("post")
+        finally:
+            log.append("finally")
+
+    def bad_post(ctx):
+        yield
+        raise ValueError("post failed")
+
+    with pytest.raises(ValueError):
+        run_chain(guarded, bad_post)
+    assert log == ["finally"]
+
+
+def test_forward_in_post_yield_code_without_backward_runs_the_child_right_after():
+    log = []
+    t = Task()
+
+    def late_parent(ctx):
+        yield
+        t.forward(onion(log, "child"))
+        log.append("parent<")
+
+    with t.start():
+        t.use(onion(log, "outer")).use(late_parent).use(onion(log, "inner"))
+        t.run(max_step=2)
+    assert log == ["outer>", "inner>", "<inner", "child>", "parent<", "<child", "<outer"] * 2
+
+
+def test_generators_that_forward_nothing_are_resumed_in_place():
+    # the common shape costs no call of the general resume (a per-thread list swap each)
+    t = Task()
+    resumed = []
+    general = t._flow.resume
+    t._flow.resume = lambda item: (resumed.append(item.name), general(item))
+    log = []
+    with t.start():
+        t.use(onion(log, "a")).use(onion(log, "b"))
+        t.use(lambda ctx: t.forward(onion(log, "child")))
+        t.run(max_step=1)
+    assert log == ["a>", "b>", "child>", "<child", "<b", "<a"]
+    # only the middleware that forwarded, and what it forwarded, take the general path
+    assert len(resumed) == 2 and "lambda" in resumed[0] and resumed[1] == "child"
+
+
 def test_two_yields_are_an_error():
     def twice(ctx):
         yield
