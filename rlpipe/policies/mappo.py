@@ -334,11 +334,10 @@ class MAPPOPolicy(Policy):
         return torch.stack([terms.policy_loss, terms.value_loss, terms.entropy, terms.approx_kl,
                             terms.clip_frac, actor_norm.float(), critic_norm.float()]).detach()
 
-    def _value_err(self, diff: torch.Tensor) -> torch.Tensor:
+    def _value_err(self, value: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         if self.cfg.learn.value_loss == "huber":
-            return F.huber_loss(diff, torch.zeros_like(diff), reduction="none",
-                                delta=self.cfg.learn.huber_delta)
-        return 0.5 * diff ** 2
+            return F.huber_loss(value, target, reduction="none", delta=self.cfg.learn.huber_delta)
+        return 0.5 * (value - target) ** 2
 
     # --- state -----------------------------------------------------------------------------------
     def state_dict(self) -> Dict[str, Any]:
