@@ -294,6 +294,11 @@ class MAPPOPolicy(Policy):
         if norm is not None:  # the next critic targets are normalised with these statistics
             with self._lock:
                 norm.update(b["return"][w])
+        # Returns and old values in the critic's units, once for every minibatch of this call:
+        # the statistics stay as they are until the next call.
+        b["return"] = self.model.normalize(b["return"].float())
+        if c.value_clip is not None:
+            b["value"] = self.model.normalize(b["value"].float())
         stats = []
         for _ in range(c.epoch_per_collect):
             order = torch.randperm(n, generator=self._learn_rng).to(self.device)
@@ -316,12 +321,11 @@ class MAPPOPolicy(Policy):
         dist, value = model(obs, state, w)
         if "action_mask" in b:
             dist = masked_categorical(dist, b["action_mask"][idx].flatten(0, 1))
-        old = b["value"][idx].reshape(-1).float() if c.value_clip is not None else None
+        old = b["value"][idx].reshape(-1) if c.value_clip is not None else None
         # The critic learns normalised returns; Yu et al. normalise advantages by the population std.
         terms = ppo_terms(c, dist, value.reshape(-1), b["action"][idx].flatten(0, 1),
                           b["logp"][idx].reshape(-1), b["adv"][idx].reshape(-1),
-                          model.normalize(b["return"][idx].reshape(-1).float()),
-                          None if old is None else model.normalize(old), mask=w.reshape(-1),
+                          b["return"][idx].reshape(-1), old, mask=w.reshape(-1),
                           value_err=self._value_err, unbiased_adv_std=False)
         self.optimizer.zero_grad(set_to_none=True)
         terms.loss.backward()
