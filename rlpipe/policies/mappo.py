@@ -299,6 +299,8 @@ class MAPPOPolicy(Policy):
         b["return"] = self.model.normalize(b["return"].float())
         if c.value_clip is not None:
             b["value"] = self.model.normalize(b["value"].float())
+        if self.model.fixed_inputs:  # the networks' inputs (ids joined) once, for every minibatch
+            b["inputs"] = self.model.inputs(b.pop("obs"), b.pop("global_state", None), w)
         stats = []
         for _ in range(c.epoch_per_collect):
             order = torch.randperm(n, generator=self._learn_rng).to(self.device)
@@ -316,9 +318,12 @@ class MAPPOPolicy(Policy):
     def _update(self, b: Dict[str, Any], w_all: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
         c, model = self.cfg.learn, self.model
         w = w_all[idx]
-        obs = agent_rows(b["obs"], lambda t: t[idx])
-        state = b["global_state"][idx] if "global_state" in b else None
-        dist, value = model(obs, state, w)
+        if "inputs" in b:
+            dist, value = model.heads(*(x[idx] for x in b["inputs"]))
+        else:
+            obs = agent_rows(b["obs"], lambda t: t[idx])
+            state = b["global_state"][idx] if "global_state" in b else None
+            dist, value = model(obs, state, w)
         if "action_mask" in b:
             dist = masked_categorical(dist, b["action_mask"][idx].flatten(0, 1))
         old = b["value"][idx].reshape(-1) if c.value_clip is not None else None
