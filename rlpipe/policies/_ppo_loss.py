@@ -78,6 +78,7 @@ def ppo_terms(c: Any, dist: Distribution, value: torch.Tensor, action: torch.Ten
     entropy = mean(dist.entropy())
     loss = policy_loss + c.value_coef * value_loss - c.entropy_coef * entropy
     with torch.no_grad():
-        approx_kl = mean((ratio - 1.0) - log_ratio)  # Schulman's low-variance one
-        clip_frac = mean(((ratio - 1.0).abs() > c.clip_ratio).float())
+        excess = ratio - 1.0
+        approx_kl = mean(excess - log_ratio)  # Schulman's low-variance one
+        clip_frac = mean((excess.abs() > c.clip_ratio).float())
     return PPOTerms(loss, policy_loss, value_loss, entropy, approx_kl, clip_frac)
