@@ -182,6 +182,10 @@ class MultiAgentActorCritic(nn.Module):
     def value(self, obs: Any, global_state: Optional[torch.Tensor] = None,
               agent_mask: Optional[torch.Tensor] = None) -> torch.Tensor:
         """The critic's (normalised, with value_norm) V per agent, [B, A]."""
+        return self.critic(self._critic_input(obs, global_state, agent_mask)).squeeze(-1)
+
+    def _critic_input(self, obs: Any, global_state: Optional[torch.Tensor],
+                      agent_mask: Optional[torch.Tensor]) -> torch.Tensor:
         A = self.n_agents
         if self.critic_input == "state":
             if global_state is None:
@@ -197,7 +201,7 @@ class MultiAgentActorCritic(nn.Module):
                     keep = agent_mask.to(x.device).reshape(x.shape[0], A, 1).bool()
                     x = torch.where(keep, x, torch.zeros((), dtype=x.dtype, device=x.device))
                 x = x.reshape(x.shape[0], 1, -1).expand(-1, A, -1)
-        return self.critic(self._with_id(x)).squeeze(-1)
+        return self._with_id(x)
 
     def denormalize(self, v: torch.Tensor) -> torch.Tensor:
         """Critic outputs → values in return units (identity without value_norm)."""
@@ -213,7 +217,28 @@ class MultiAgentActorCritic(nn.Module):
     def forward(self, obs: Any, global_state: Optional[torch.Tensor] = None,
                 agent_mask: Optional[torch.Tensor] = None) -> tuple:
         """(distribution over B·A rows, critic output [B, A])."""
-        return self.dist(obs), self.value(obs, global_state, agent_mask)
+        return self.heads(*self.inputs(obs, global_state, agent_mask))
+
+    # --- inputs and heads apart: a learner may make the inputs once for many updates ----------
+    @property
+    def fixed_inputs(self) -> bool:
+        """True when `inputs` holds no parameters (the features are the observation itself, as
+        for 1-D Box observations), so what it returns for a batch stays the same while the
+        networks train."""
+        features = [self.actor_features] + ([self.critic_features]
+                                            if self.critic_input != "state" else [])
+        return not any(True for f in features for _ in f.parameters())
+
+    def inputs(self, obs: Any, global_state: Optional[torch.Tensor] = None,
+               agent_mask: Optional[torch.Tensor] = None) -> tuple:
+        """(actor input, critic input), each [B, A, ·]: the features the actor and the critic
+        read, agent ids joined; `heads` maps them to what `forward` returns."""
+        return (self._with_id(self.actor_features(obs)),
+                self._critic_input(obs, global_state, agent_mask))
+
+    def heads(self, actor_input: torch.Tensor, critic_input: torch.Tensor) -> tuple:
+        """(distribution over B·A rows, critic output [B, A]) from `inputs`' two tensors."""
+        return self._dist(self.actor(actor_input)), self.critic(critic_input).squeeze(-1)
 
     def actor_parameters(self) -> List[nn.Parameter]:
         params = list(self.actor_features.parameters()) + list(self.actor.parameters())

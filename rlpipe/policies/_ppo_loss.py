@@ -4,7 +4,7 @@ every mean and of the ratio: padded steps of a sequence minibatch, absent agents
 one."""
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Any, Callable, NamedTuple, Optional, Tuple
 
 import torch
 from torch.distributions import Distribution
@@ -19,51 +19,66 @@ class PPOTerms(NamedTuple):
     clip_frac: torch.Tensor
 
 
-def masked_mean(x: torch.Tensor, mask: Optional[torch.Tensor]) -> torch.Tensor:
-    """mean(x) over the entries where `mask` is True (all when it is None)."""
+def mean_over(mask: Optional[torch.Tensor],
+              dtype: torch.dtype) -> Tuple[Callable[[torch.Tensor], torch.Tensor], Any]:
+    """(mean, count): `mean(x)` averages x over the entries where `mask` is True (all when it is
+    None), and `count` is how many there are (an int; a 0-dim tensor with a mask, so that it is
+    not read back). The weight and the denominator are made once, for every mean of a minibatch."""
     if mask is None:
-        return x.mean()
-    m = mask.to(x.dtype)
-    return (x * m).sum() / m.sum().clamp(min=1.0)
+        return torch.mean, None
+    weight = mask.to(dtype)
+    count = weight.sum()
+    denom = count.clamp(min=1.0)
+    return (lambda x: (x * weight).sum() / denom), count
 
 
-def half_square(diff: torch.Tensor) -> torch.Tensor:
-    """½·diff², PPO's value error."""
-    return 0.5 * diff ** 2
+def half_square(value: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """½·(value − target)², PPO's value error."""
+    return 0.5 * (value - target) ** 2
 
 
 def ppo_terms(c: Any, dist: Distribution, value: torch.Tensor, action: torch.Tensor,
               logp: torch.Tensor, adv: torch.Tensor, ret: torch.Tensor,
               old_value: Optional[torch.Tensor] = None,
               mask: Optional[torch.Tensor] = None, *,
-              value_err: Callable[[torch.Tensor], torch.Tensor] = half_square,
+              value_err: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = half_square,
               unbiased_adv_std: bool = True) -> PPOTerms:
     """The loss and its parts for one minibatch; `c` is the policy's `learn` config (clip_ratio,
-    adv_norm, value_clip, value_coef, entropy_coef). `value_err` maps V − R to the value error
+    adv_norm, value_clip, value_coef, entropy_coef). `value_err(V, R)` is the value error per row
     (MAPPO: Huber); `unbiased_adv_std` normalises advantages by the sample std (n − 1), else by
-    the population std (n)."""
+    the population std (n). With a mask, nothing is read back to the host: the count of rows
+    stays a tensor."""
     log_ratio = dist.log_prob(action) - logp
     if mask is not None:  # a left-out row has ratio 1: its log-prob can never overflow the exp
         log_ratio = torch.where(mask, log_ratio, 0.0)
     ratio = log_ratio.exp()
     adv = adv.float()
+    mean, count = mean_over(mask, adv.dtype)
     if c.adv_norm:
-        n = adv.numel() if mask is None else int(mask.sum())
-        if n > 1:
-            mean = masked_mean(adv, mask)
-            std = masked_mean((adv - mean) ** 2, mask).mul(n / (n - int(unbiased_adv_std))).sqrt()
-            adv = (adv - mean) / (std + 1e-8)
-    policy_loss = masked_mean(torch.max(-adv * ratio, -adv * ratio.clamp(1.0 - c.clip_ratio,
-                                                                          1.0 + c.clip_ratio)), mask)
+        if mask is None:
+            n = adv.numel()
+            if n > 1:
+                centred = adv - mean(adv)
+                var = mean(centred ** 2).mul(n / (n - int(unbiased_adv_std)))
+                adv = centred / (var.sqrt() + 1e-8)
+        else:  # normalised where more than one row is present, as the unmasked branch
+            centred = adv - mean(adv)
+            var = mean(centred ** 2)
+            if unbiased_adv_std:  # n / (n − 1) in float64, rounded once as the Python float is
+                var = var.mul((count.double() / (count.double() - 1.0)).to(var.dtype))
+            adv = torch.where(count > 1, centred / (var.sqrt() + 1e-8), adv)
+    policy_loss = mean(torch.max(-adv * ratio, -adv * ratio.clamp(1.0 - c.clip_ratio,
+                                                                  1.0 + c.clip_ratio)))
     ret = ret.float()
-    err = value_err(value - ret)
+    err = value_err(value, ret)
     if c.value_clip is not None:  # the critic may not move further than c from its old value
         old = old_value.float()
-        err = torch.max(err, value_err(old + (value - old).clamp(-c.value_clip, c.value_clip) - ret))
-    value_loss = masked_mean(err, mask)
-    entropy = masked_mean(dist.entropy(), mask)
+        err = torch.max(err, value_err(old + (value - old).clamp(-c.value_clip, c.value_clip), ret))
+    value_loss = mean(err)
+    entropy = mean(dist.entropy())
     loss = policy_loss + c.value_coef * value_loss - c.entropy_coef * entropy
     with torch.no_grad():
-        approx_kl = masked_mean((ratio - 1.0) - log_ratio, mask)  # Schulman's low-variance one
-        clip_frac = masked_mean(((ratio - 1.0).abs() > c.clip_ratio).float(), mask)
+        excess = ratio - 1.0
+        approx_kl = mean(excess - log_ratio)  # Schulman's low-variance one
+        clip_frac = mean((excess.abs() > c.clip_ratio).float())
     return PPOTerms(loss, policy_loss, value_loss, entropy, approx_kl, clip_frac)

@@ -294,6 +294,13 @@ class MAPPOPolicy(Policy):
         if norm is not None:  # the next critic targets are normalised with these statistics
             with self._lock:
                 norm.update(b["return"][w])
+        # Returns and old values in the critic's units, once for every minibatch of this call:
+        # the statistics stay as they are until the next call.
+        b["return"] = self.model.normalize(b["return"].float())
+        if c.value_clip is not None:
+            b["value"] = self.model.normalize(b["value"].float())
+        if self.model.fixed_inputs:  # the networks' inputs (ids joined) once, for every minibatch
+            b["inputs"] = self.model.inputs(b.pop("obs"), b.pop("global_state", None), w)
         stats = []
         for _ in range(c.epoch_per_collect):
             order = torch.randperm(n, generator=self._learn_rng).to(self.device)
@@ -311,17 +318,19 @@ class MAPPOPolicy(Policy):
     def _update(self, b: Dict[str, Any], w_all: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
         c, model = self.cfg.learn, self.model
         w = w_all[idx]
-        obs = agent_rows(b["obs"], lambda t: t[idx])
-        state = b["global_state"][idx] if "global_state" in b else None
-        dist, value = model(obs, state, w)
+        if "inputs" in b:
+            dist, value = model.heads(*(x[idx] for x in b["inputs"]))
+        else:
+            obs = agent_rows(b["obs"], lambda t: t[idx])
+            state = b["global_state"][idx] if "global_state" in b else None
+            dist, value = model(obs, state, w)
         if "action_mask" in b:
             dist = masked_categorical(dist, b["action_mask"][idx].flatten(0, 1))
-        old = b["value"][idx].reshape(-1).float() if c.value_clip is not None else None
+        old = b["value"][idx].reshape(-1) if c.value_clip is not None else None
         # The critic learns normalised returns; Yu et al. normalise advantages by the population std.
         terms = ppo_terms(c, dist, value.reshape(-1), b["action"][idx].flatten(0, 1),
                           b["logp"][idx].reshape(-1), b["adv"][idx].reshape(-1),
-                          model.normalize(b["return"][idx].reshape(-1).float()),
-                          None if old is None else model.normalize(old), mask=w.reshape(-1),
+                          b["return"][idx].reshape(-1), old, mask=w.reshape(-1),
                           value_err=self._value_err, unbiased_adv_std=False)
         self.optimizer.zero_grad(set_to_none=True)
         terms.loss.backward()
@@ -334,11 +343,10 @@ class MAPPOPolicy(Policy):
         return torch.stack([terms.policy_loss, terms.value_loss, terms.entropy, terms.approx_kl,
                             terms.clip_frac, actor_norm.float(), critic_norm.float()]).detach()
 
-    def _value_err(self, diff: torch.Tensor) -> torch.Tensor:
+    def _value_err(self, value: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         if self.cfg.learn.value_loss == "huber":
-            return F.huber_loss(diff, torch.zeros_like(diff), reduction="none",
-                                delta=self.cfg.learn.huber_delta)
-        return 0.5 * diff ** 2
+            return F.huber_loss(value, target, reduction="none", delta=self.cfg.learn.huber_delta)
+        return 0.5 * (value - target) ** 2
 
     # --- state -----------------------------------------------------------------------------------
     def state_dict(self) -> Dict[str, Any]:

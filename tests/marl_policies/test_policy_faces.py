@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from rlpipe.middleware.onpolicy import rollout_to_batch
+from rlpipe.models import MultiAgentActorCritic
 from rlpipe.policies import IPPOPolicy, MAPPOPolicy
 
 from .fakes import FakeMultiAgentEnvManager, collect
@@ -46,6 +47,34 @@ def test_dead_agent_rows_change_nothing(cls, state):
     for a, b in zip(results[0][1], results[1][1]):
         assert torch.equal(a, b)
 
+
+
+@pytest.mark.parametrize("cls,state", [(MAPPOPolicy, True), (MAPPOPolicy, False),
+                                       (IPPOPolicy, True)])
+def test_inputs_made_once_per_call_update_as_the_observations_per_minibatch(cls, state,
+                                                                            monkeypatch):
+    # 1-D Box features hold no parameters, so the learner joins the ids once per learn call;
+    # that path and the per-minibatch forward from the observations give the same update
+    env = FakeMultiAgentEnvManager(n_envs=3, death_step=2, state=state, action_masks=True)
+    batch = _batch(env, _policy(env, cls))
+    results = []
+    for fixed in (True, False):
+        monkeypatch.setattr(MultiAgentActorCritic, "fixed_inputs", property(lambda self: fixed))
+        p = _policy(env, cls)
+        stats = [p.learn_mode.forward(batch) for _ in range(2)]
+        results.append((stats, [t.detach().clone() for t in p.model.parameters()]))
+    assert results[0][0] == results[1][0]
+    for a, b in zip(results[0][1], results[1][1]):
+        assert torch.equal(a, b)
+
+
+def test_only_features_without_parameters_are_fixed_inputs():
+    ids_only = MultiAgentActorCritic(gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(3), 2,
+                                     critic_input="concat_obs")
+    assert ids_only.fixed_inputs
+    images = MultiAgentActorCritic(gym.spaces.Box(0, 255, (3, 36, 36), np.uint8),
+                                   gym.spaces.Discrete(3), 2, critic_input="local")
+    assert not images.fixed_inputs  # the conv trunk trains: its features change every step
 
 def test_faces_with_action_masks_and_absent_agents():
     env = FakeMultiAgentEnvManager(n_envs=4, death_step=1, action_masks=True)

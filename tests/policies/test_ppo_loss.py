@@ -2,6 +2,7 @@
 advantage normalisation."""
 from __future__ import annotations
 
+import pytest
 import torch
 from easydict import EasyDict
 
@@ -38,13 +39,17 @@ def _terms(r, mask=None, **kw):
     return terms, log_prob.grad, value.grad
 
 
-def test_a_masked_row_reaches_neither_loss_nor_gradient_even_where_its_ratio_overflows():
+@pytest.mark.parametrize("unbiased", [True, False])
+@pytest.mark.parametrize("present", [[1, 1, 0, 1, 0, 1], [0, 0, 1, 0, 0, 0]])
+def test_a_masked_row_reaches_neither_loss_nor_gradient_even_where_its_ratio_overflows(
+        unbiased, present):
+    # one present row: its advantage is left as it is, as for a one-row batch without a mask
     r = _rows(6)
-    mask = torch.tensor([True, True, False, True, False, True])
+    mask = torch.tensor(present, dtype=torch.bool)
     r["logp"][~mask] = -500.0  # exp(log π − logp) is inf in float32 for these rows
     kept = {k: v[mask] for k, v in r.items()}
-    masked, lp_grad, v_grad = _terms(r, mask)
-    alone, lp_alone, v_alone = _terms(kept)
+    masked, lp_grad, v_grad = _terms(r, mask, unbiased_adv_std=unbiased)
+    alone, lp_alone, v_alone = _terms(kept, unbiased_adv_std=unbiased)
     for name in ("loss", "policy_loss", "value_loss", "entropy", "approx_kl", "clip_frac"):
         torch.testing.assert_close(getattr(masked, name), getattr(alone, name))
     assert torch.isfinite(lp_grad).all() and torch.isfinite(v_grad).all()
