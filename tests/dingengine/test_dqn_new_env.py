@@ -3,10 +3,12 @@ envs that the script makes itself (`env_fn`, a factory per env) under DI-engine'
 manager, `EnvSupervisor(type_=ChildType.THREAD, env_fn=[...])`. Here that manager is
 `EnvManager(env_fn, n_envs=N, seed=cfg.seed, mode="sync")`: the user's factory, its envs stepped
 in this process (`mode="async"` is `ChildType.PROCESS`). The rest is rlpipe's construction of the
-config, model and buffer, as in the `dqn.py` port."""
+config, model and buffer, as in the `dqn.py` port. The same script runs on an env class the
+user writes (`Corridor`), given as the factory."""
 import logging
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 from rlpipe import set_pkg_seed, task
@@ -32,15 +34,37 @@ def make_cartpole_v0():
     return gym.make("CartPole-v0")
 
 
-def dqn_new_env_main(cfg, async_mode=False):
-    """DI-engine's dqn_new_env.py, in its order; returns the evaluations (env_step, value)
-    the run made and the policy."""
+class Corridor(gym.Env):
+    """An env of the user's own, unknown to gymnasium's registry: walk right along 6 cells
+    (the observation is the cell, one-hot) to the goal, which pays 1 and ends the episode;
+    an episode is cut after 20 steps."""
+
+    observation_space = gym.spaces.Box(0.0, 1.0, (6,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.cell, self.steps = 0, 0
+        return self._obs(), {}
+
+    def step(self, action):
+        self.cell = min(self.cell + 1, 5) if action == 1 else max(self.cell - 1, 0)
+        self.steps += 1
+        at_goal = self.cell == 5
+        return self._obs(), float(at_goal), at_goal, self.steps >= 20, {}
+
+    def _obs(self):
+        return np.eye(6, dtype=np.float32)[self.cell]
+
+
+def dqn_new_env_main(cfg, async_mode=False, env_fn=make_cartpole_v0):
+    """DI-engine's dqn_new_env.py, in its order, on the envs `env_fn` makes; returns the
+    evaluations (env_step, value) the run made and the policy."""
     logging.getLogger().setLevel(logging.INFO)
     evaluations = []
     with task.start(async_mode=async_mode, ctx=OnlineRLContext()):
-        collector_env = EnvManager(make_cartpole_v0, n_envs=cfg.env.n_envs, seed=cfg.seed,
-                                   mode="sync")
-        evaluator_env = EnvManager(make_cartpole_v0, n_envs=cfg.env.eval_n_envs, seed=cfg.seed,
+        collector_env = EnvManager(env_fn, n_envs=cfg.env.n_envs, seed=cfg.seed, mode="sync")
+        evaluator_env = EnvManager(env_fn, n_envs=cfg.env.eval_n_envs, seed=cfg.seed,
                                    mode="sync")
 
         set_pkg_seed(cfg.seed, use_cuda=False)
@@ -84,6 +108,17 @@ def test_dqn_new_env_example_runs_on_the_scripts_own_env_factory(tmp_path, async
     assert evaluations and evaluations[0][0] == 0  # the evaluator ran on the factory's envs
     assert policy.train_iter > 0
     assert (tmp_path / "run" / "ckpt" / "final.pt").is_file()
+
+
+def test_dqn_new_env_example_runs_on_an_env_class_of_the_users_own(tmp_path):
+    cfg = _cfg(tmp_path / "run")
+    cfg.policy.collect.update(n_sample=32, random_collect_size=0)
+    cfg.policy.learn.update(batch_size=16, update_per_collect=2)
+    cfg.max_env_step = 128
+    evaluations, policy = dqn_new_env_main(cfg, env_fn=Corridor)
+    assert policy.obs_space == Corridor.observation_space and policy.n_actions == 2
+    assert evaluations[0][0] == 0 and 0.0 <= evaluations[0][1] <= 1.0  # Corridor's returns
+    assert policy.train_iter > 0
 
 
 @pytest.mark.parametrize("async_mode", [
