@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 import threading
 from contextlib import contextmanager
-from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Tuple
 
 import gymnasium as gym
 import numpy as np
@@ -54,7 +54,8 @@ class TwinCriticPolicy(Policy):
 
     def __init__(self, cfg: Mapping | None, obs_space: Optional[gym.Space] = None,
                  action_space: Optional[gym.Space] = None, *,
-                 model: Optional[nn.Module] = None) -> None:
+                 model: Optional[nn.Module] = None,
+                 enable_field: Optional[Sequence[str] | str] = None) -> None:
         """`model` (DI-engine's `Policy(cfg, model=...)`): a module whose `actor` (the class
         `_make_actor` builds) and `critic` (a `TwinQCritic`) the policy trains instead of
         building its own, e.g. `rlpipe.models.ContinuousQAC` or `nn.ModuleDict(dict(actor=...,
@@ -69,7 +70,7 @@ class TwinCriticPolicy(Policy):
         elif obs_space is None or action_space is None:
             raise TypeError(f"{who} needs (cfg, obs_space, action_space) or (cfg, model=...) with "
                             f"a model built for the env's spaces, e.g. rlpipe.models.ContinuousQAC")
-        super().__init__(cfg, obs_space, action_space)
+        super().__init__(cfg, obs_space, action_space, enable_field=enable_field)
         c = self.cfg
         self._check_cfg()
         self.box = BoxActions(action_space, type(self).__name__)

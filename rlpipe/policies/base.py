@@ -10,6 +10,10 @@ the base builds the faces that middleware use:
 - ``policy.eval_mode``: ``forward(obs) -> {"action": ...}`` (greedy / deterministic);
 - ``policy.learn_mode``: ``forward(batch) -> {stat: float, ...}`` and ``train_iter``.
 
+Each face also has DI-engine's ``state_dict()`` and ``load_state_dict(state)``, which are the
+policy's (loading also refreshes the acting copy). DI-engine's ``enable_field=[...]`` names the
+faces a policy offers (all three when left out); a face it leaves out is refused when asked for.
+
 A policy with memory sets ``recurrent = True`` and defines ``initial_state(n)`` (a dict of arrays
 with a leading batch axis ``n``, e.g. ``{"h": [n, H], "c": [n, H]}``); its collect and eval faces
 are then called ``forward(obs, state=state, first=first, **kwargs)`` (``first``: bool ``[n]``,
@@ -21,7 +25,8 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from typing import Any, Callable, ClassVar, Dict, Mapping, Protocol, Tuple, runtime_checkable
+from typing import (Any, Callable, ClassVar, Dict, Mapping, Protocol, Sequence, Tuple,
+                    runtime_checkable)
 
 import gymnasium as gym
 import numpy as np
@@ -54,14 +59,41 @@ class LearnMode(Protocol):
     def forward(self, batch: Dict[str, Any]) -> Dict[str, Any]: ...
 
 
-class _CollectFace:
-    """`policy.collect_mode`. `forward` and `refresh` are the policy's bound methods (no extra
-    call layer on the per-step path)."""
+class _Face:
+    """What the three faces share: the policy's config and DI-engine's per-face
+    `state_dict()` / `load_state_dict(state)`, which here are the whole policy's (a face of an
+    rlpipe policy has no weights of its own)."""
 
-    __slots__ = ("policy", "forward", "refresh")
+    __slots__ = ("policy",)
 
     def __init__(self, policy: "Policy") -> None:
         self.policy = policy
+
+    @property
+    def cfg(self) -> EasyDict:
+        return self.policy.cfg
+
+    def state_dict(self) -> Dict[str, Any]:
+        """The policy's `state_dict()`."""
+        return self.policy.state_dict()
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Load `state` (a `state_dict()` of this policy class, e.g. a checkpoint's
+        `["policy"]`) into the policy, then copy the loaded weights into the collector's acting
+        copy, so that the next collection acts with them (DI-engine's
+        `policy.collect_mode.load_state_dict(torch.load(path))` before collecting)."""
+        self.policy.load_state_dict(state)
+        self.policy._refresh()
+
+
+class _CollectFace(_Face):
+    """`policy.collect_mode`. `forward` and `refresh` are the policy's bound methods (no extra
+    call layer on the per-step path)."""
+
+    __slots__ = ("forward", "refresh")
+
+    def __init__(self, policy: "Policy") -> None:
+        super().__init__(policy)
         self.forward: Callable[..., Dict[str, Any]] = policy._forward_collect
         self.refresh: Callable[[], None] = policy._refresh
 
@@ -72,10 +104,6 @@ class _CollectFace:
     def initial_state(self, n: int) -> Dict[str, np.ndarray]:
         """The policy's `initial_state(n)` (an error naming it when it is feed-forward)."""
         return self.policy.initial_state(n)
-
-    @property
-    def cfg(self) -> EasyDict:
-        return self.policy.cfg
 
     @property
     def value(self) -> Callable[[Any], Any]:
@@ -92,13 +120,13 @@ class _CollectFace:
         return f"<collect_mode of {type(self.policy).__name__}>"
 
 
-class _EvalFace:
+class _EvalFace(_Face):
     """`policy.eval_mode`."""
 
-    __slots__ = ("policy", "forward")
+    __slots__ = ("forward",)
 
     def __init__(self, policy: "Policy") -> None:
-        self.policy = policy
+        super().__init__(policy)
         self.forward: Callable[..., Dict[str, Any]] = policy._forward_eval
 
     @property
@@ -109,33 +137,42 @@ class _EvalFace:
         """The policy's `initial_state(n)` (an error naming it when it is feed-forward)."""
         return self.policy.initial_state(n)
 
-    @property
-    def cfg(self) -> EasyDict:
-        return self.policy.cfg
-
     def __repr__(self) -> str:
         return f"<eval_mode of {type(self.policy).__name__}>"
 
 
-class _LearnFace:
+class _LearnFace(_Face):
     """`policy.learn_mode`; `train_iter` counts completed learn steps."""
 
-    __slots__ = ("policy", "forward")
+    __slots__ = ("forward",)
 
     def __init__(self, policy: "Policy") -> None:
-        self.policy = policy
+        super().__init__(policy)
         self.forward: Callable[[Dict[str, Any]], Dict[str, Any]] = policy._forward_learn
 
     @property
     def train_iter(self) -> int:
         return self.policy.train_iter
 
-    @property
-    def cfg(self) -> EasyDict:
-        return self.policy.cfg
-
     def __repr__(self) -> str:
         return f"<learn_mode of {type(self.policy).__name__} at train_iter {self.train_iter}>"
+
+
+_FACES: Tuple[str, ...] = ("learn", "collect", "eval")
+
+
+def _enabled_faces(who: str, enable_field: Sequence[str] | str | None) -> frozenset:
+    """The faces a policy offers: DI-engine's `enable_field` (a face name or a list of them;
+    None: all three). The policy builds its networks whichever it names; a face left out is
+    refused when asked for, so a script that meant to only collect cannot train by mistake."""
+    if enable_field is None:
+        return frozenset(_FACES)
+    names = [enable_field] if isinstance(enable_field, str) else enable_field
+    if not isinstance(names, (list, tuple, set, frozenset)) or not names \
+            or any(name not in _FACES for name in names):
+        raise ValueError(f"{who}(..., enable_field={enable_field!r}): name one or more of "
+                         f"{list(_FACES)}, as a list (or one name as a string)")
+    return frozenset(names)
 
 
 def describe_space(space: gym.Space) -> str:
@@ -172,6 +209,8 @@ class Policy(abc.ABC):
     other.eps, learn.update_per_collect, eval.evaluator ...). An unknown key or a wrong type
     raises `rlpipe.config.ConfigError` naming the key, so a partial config and an already
     merged one both work and a typo never passes silently.
+    `enable_field` (keyword, DI-engine's): the faces to offer, e.g. ``["collect"]`` for a
+    policy that only collects demonstrations; the networks are built either way.
     Subclasses declare the spaces they accept in `obs_space_types`/`action_space_types` and
     a `space_hint` that the unsupported-space error adds (e.g. which policy to use instead).
     """
@@ -200,8 +239,10 @@ class Policy(abc.ABC):
                             f"initial_state(n) -> dict of arrays [n, ...]; define it (the state "
                             f"an episode starts from, e.g. zeros {{'h': [n, H], 'c': [n, H]}})")
 
-    def __init__(self, cfg: Mapping | None, obs_space: gym.Space, action_space: gym.Space) -> None:
+    def __init__(self, cfg: Mapping | None, obs_space: gym.Space, action_space: gym.Space, *,
+                 enable_field: Sequence[str] | str | None = None) -> None:
         self.check_spaces(obs_space, action_space)
+        self.enabled_faces = _enabled_faces(type(self).__name__, enable_field)
         self.cfg: EasyDict = merge_config(self.config_schema(), cfg or {}, path="policy")
         self.obs_space = obs_space
         self.action_space = action_space
@@ -278,15 +319,25 @@ class Policy(abc.ABC):
     # --- faces ---------------------------------------------------------------------------------
     @property
     def collect_mode(self) -> CollectMode:
+        self._check_enabled("collect")
         return self._collect_face
 
     @property
     def eval_mode(self) -> EvalMode:
+        self._check_enabled("eval")
         return self._eval_face
 
     @property
     def learn_mode(self) -> LearnMode:
+        self._check_enabled("learn")
         return self._learn_face
+
+    def _check_enabled(self, face: str) -> None:
+        if face not in self.enabled_faces:
+            name = type(self).__name__
+            raise AttributeError(f"{name}(..., enable_field={sorted(self.enabled_faces)}) has no "
+                                 f"{face}_mode: add {face!r} to enable_field, or leave "
+                                 f"enable_field out for all three faces")
 
     # --- spaces --------------------------------------------------------------------------------
     @classmethod

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 import gymnasium as gym
 import torch
@@ -100,10 +100,11 @@ class CQLPolicy(SACPolicy):
 
     def __init__(self, cfg: Mapping | None, obs_space: Optional[gym.Space] = None,
                  action_space: Optional[gym.Space] = None, *,
-                 model: Optional[nn.Module] = None) -> None:
+                 model: Optional[nn.Module] = None,
+                 enable_field: Optional[Sequence[str] | str] = None) -> None:
         """As SACPolicy's: `(cfg, obs_space, action_space)`, or DI-engine's `(cfg, model=...)`
         with a `ContinuousQAC(..., kind="reparameterization")` whose networks it trains."""
-        super().__init__(cfg, obs_space, action_space, model=model)
+        super().__init__(cfg, obs_space, action_space, model=model, enable_field=enable_field)
         learn = self.cfg.learn
         self.log_alpha_prime = torch.tensor(math.log(learn.init_alpha_prime), device=self.device,
                                             requires_grad=True)

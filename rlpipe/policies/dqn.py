@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 import gymnasium as gym
 import numpy as np
@@ -86,7 +86,8 @@ class DQNPolicy(Policy):
 
     def __init__(self, cfg: Mapping | None, obs_space: Optional[gym.Space] = None,
                  action_space: Optional[gym.Space] = None, *,
-                 model: Optional[torch.nn.Module] = None) -> None:
+                 model: Optional[torch.nn.Module] = None,
+                 enable_field: Optional[Sequence[str] | str] = None) -> None:
         """`(cfg, obs_space, action_space)` builds the Q network from `cfg.model`; DI-engine's
         `(cfg, model=QNetwork(...))` trains the given network (the spaces come from it, or
         are checked against it when passed too: it must map a batch of observations to
@@ -102,7 +103,7 @@ class DQNPolicy(Policy):
         elif obs_space is None or action_space is None:
             raise TypeError("DQNPolicy needs (cfg, obs_space, action_space) or (cfg, model=...) "
                             "with a model built for the env's spaces, e.g. rlpipe.models.QNetwork")
-        super().__init__(cfg, obs_space, action_space)
+        super().__init__(cfg, obs_space, action_space, enable_field=enable_field)
         c = self.cfg
         self._check_cfg()
         self.device = resolve_device(c.device)

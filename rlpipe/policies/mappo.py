@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -117,7 +117,8 @@ class MAPPOPolicy(Policy):
     def __init__(self, cfg: Mapping | None, obs_space: Optional[gym.Space] = None,
                  action_space: Optional[gym.Space] = None, *, n_agents: Optional[int] = None,
                  state_space: Optional[gym.Space] = None,
-                 model: Optional[nn.Module] = None) -> None:
+                 model: Optional[nn.Module] = None,
+                 enable_field: Optional[Sequence[str] | str] = None) -> None:
         """`(cfg, obs_space, action_space, n_agents=, state_space=)` builds the network from
         `cfg.model`; DI-engine's `(cfg, model=MultiAgentActorCritic(...))` trains the given one
         (spaces, agent count and critic input come from it, or are checked against it)."""
@@ -129,7 +130,7 @@ class MAPPOPolicy(Policy):
             raise TypeError(f"{who} needs (cfg, obs_space, action_space, n_agents=..., "
                             f"state_space=...) or (cfg, model=...) with an "
                             f"rlpipe.models.MultiAgentActorCritic built for the env")
-        super().__init__(cfg, obs_space, action_space)
+        super().__init__(cfg, obs_space, action_space, enable_field=enable_field)
         c = self.cfg
         self._check_cfg()
         self.n_agents, self.state_space = int(n_agents), state_space

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -116,7 +116,8 @@ class PPOPolicy(Policy):
 
     def __init__(self, cfg: Mapping | None, obs_space: Optional[gym.Space] = None,
                  action_space: Optional[gym.Space] = None, *,
-                 model: Optional[nn.Module] = None) -> None:
+                 model: Optional[nn.Module] = None,
+                 enable_field: Optional[Sequence[str] | str] = None) -> None:
         """`(cfg, obs_space, action_space)` builds the network from `cfg.model`; DI-engine's
         `(cfg, model=ActorCritic(obs_space, action_space, ...))` trains the given one (the
         spaces come from it, or are checked against it when passed too)."""
@@ -130,7 +131,7 @@ class PPOPolicy(Policy):
         elif obs_space is None or action_space is None:
             raise TypeError(f"{type(self).__name__} needs (cfg, obs_space, action_space) or (cfg, "
                             f"model=...) with an rlpipe.models.ActorCritic built for the env")
-        super().__init__(cfg, obs_space, action_space)
+        super().__init__(cfg, obs_space, action_space, enable_field=enable_field)
         self._check_cfg()
         c = self.cfg
         self.device = resolve_device(c.device)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 import gymnasium as gym
 import numpy as np
@@ -79,8 +79,10 @@ class SACPolicy(TwinCriticPolicy):
 
     def __init__(self, cfg: Mapping | None, obs_space: Optional[gym.Space] = None,
                  action_space: Optional[gym.Space] = None, *,
-                 model: Optional[nn.Module] = None) -> None:
-        super().__init__(cfg, obs_space, action_space, model=model)  # actor, twin critics, target, acting copy
+                 model: Optional[nn.Module] = None,
+                 enable_field: Optional[Sequence[str] | str] = None) -> None:
+        # actor, twin critics, target, acting copy
+        super().__init__(cfg, obs_space, action_space, model=model, enable_field=enable_field)
         learn = self.cfg.learn
         self.log_alpha = torch.tensor(math.log(learn.init_alpha), device=self.device,
                                       requires_grad=True)

@@ -22,7 +22,7 @@ Collecting adds Gaussian exploration noise N(0, noise_scale) to μ(obs) and clip
 from __future__ import annotations
 
 import copy
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -77,8 +77,10 @@ class TD3Policy(TwinCriticPolicy):
 
     def __init__(self, cfg: Mapping | None, obs_space: Optional[gym.Space] = None,
                  action_space: Optional[gym.Space] = None, *,
-                 model: Optional[nn.Module] = None) -> None:
-        super().__init__(cfg, obs_space, action_space, model=model)  # actor, twin critics, target, acting copy
+                 model: Optional[nn.Module] = None,
+                 enable_field: Optional[Sequence[str] | str] = None) -> None:
+        # actor, twin critics, target, acting copy
+        super().__init__(cfg, obs_space, action_space, model=model, enable_field=enable_field)
         self.actor_target = copy.deepcopy(self.actor).requires_grad_(False)
         # parameter lists, fixed: targets move as one Polyak step over online + target lists
         self._online_params = self._actor_params + self._critic_params

@@ -107,3 +107,25 @@ def _save(obj):
     torch.save(obj, buf)
     buf.seek(0)
     return buf
+
+
+def test_enable_field_offers_the_named_faces_and_each_face_loads_the_policy_state():
+    small = {"model": {"hidden": (16,)}}
+    saved = DQNPolicy({**small, "seed": 1}, VEC, gym.spaces.Discrete(3))
+    policy = DQNPolicy({**small, "seed": 2}, VEC, gym.spaces.Discrete(3),
+                       enable_field=["collect", "eval"])
+    obs = np.random.default_rng(0).uniform(-1.0, 1.0, (32, 3)).astype(np.float32)
+    saved_greedy = saved.eval_mode.forward(obs)["action"]
+    assert not np.array_equal(policy.collect_mode.forward(obs)["action"], saved_greedy)
+    # DI-engine's policy.collect_mode.load_state_dict(state): the collector acts with it at once
+    policy.collect_mode.load_state_dict(saved.collect_mode.state_dict())
+    assert np.array_equal(policy.collect_mode.forward(obs)["action"], saved_greedy)
+    assert np.array_equal(policy.eval_mode.forward(obs)["action"], saved_greedy)
+    with pytest.raises(AttributeError, match=r"DQNPolicy\(\.\.\., enable_field=\['collect', "
+                                             r"'eval'\]\) has no learn_mode: add 'learn'"):
+        policy.learn_mode
+    assert DQNPolicy(small, VEC, gym.spaces.Discrete(3), enable_field="learn").learn_mode
+    for wrong in (["colect"], [], 3):
+        with pytest.raises(ValueError, match=r"name one or more of \['learn', 'collect', "
+                                             r"'eval'\], as a list"):
+            DQNPolicy(small, VEC, gym.spaces.Discrete(3), enable_field=wrong)
