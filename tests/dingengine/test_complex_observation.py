@@ -21,7 +21,6 @@ writes what its `tb_logger` did.
   share_encoder=True, encoder=encoder)` (DI-engine's head layer of `actor_head_hidden_size`;
   the tests narrow it, see `env_cfg`).
 """
-import logging
 import pickle
 
 import gymnasium as gym
