@@ -6,7 +6,7 @@ from .continuous import (ContinuousQAC, DeterministicActor, GaussianActor, Squas
                          TwinQCritic)
 from .conv import ConvTrunk
 from ._inputs import batch_rows, obs_as_tensor
-from .encoder import Encoder, MultiPartEncoder, build_encoder
+from .encoder import Encoder, GivenEncoder, MultiPartEncoder, build_encoder
 from .mlp import MLP
 from .multi_agent import MultiAgentActorCritic
 from .q_network import QNetwork
@@ -21,6 +21,7 @@ __all__ = [
     "DeterministicActor",
     "Encoder",
     "GaussianActor",
+    "GivenEncoder",
     "MLP",
     "MultiAgentActorCritic",
     "MultiPartEncoder",

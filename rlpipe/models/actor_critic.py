@@ -1,6 +1,7 @@
 """Actor-critic networks for policy-gradient methods (PPO), and a running observation normaliser."""
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any, Mapping, Sequence, Tuple, Type
 
@@ -11,7 +12,7 @@ from torch.distributions import Categorical, Distribution, Independent, Normal
 
 from ._errors import UnsupportedSpaceError
 from .distributions import ActionHead, action_distribution
-from .encoder import build_encoder
+from .encoder import GivenEncoder, build_encoder
 
 
 class RunningNorm(nn.Module):
@@ -97,6 +98,10 @@ class ActorCritic(nn.Module):
       one when `share_encoder=True` (sensible for images).
     - `obs_norm=True` puts a `RunningNorm` in front of the encoders (vector observations only);
       call `obs_norm.update(batch)` to move its statistics.
+    - `encoder=` a network of your own (DI-engine's `VAC(encoder=...)`) replaces the encoder
+      built from the space (`GivenEncoder`: it gets the batch nested as the space is, and the
+      `hidden` layers follow it); the critic shares it with `share_encoder=True` (DI-engine's
+      default), else gets a copy. Its own layers keep their initialisation.
     - Orthogonal initialisation (gain √2 in the hidden layers, 0.01 on the action head,
       1 on the value head), as is usual for PPO.
 
@@ -107,7 +112,8 @@ class ActorCritic(nn.Module):
     def __init__(self, obs_space: gym.Space, action_space: gym.Space,
                  hidden: Sequence[int] = (64, 64), activation: Type[nn.Module] = nn.Tanh,
                  *, share_encoder: bool = False, init_log_std: float = 0.0,
-                 obs_norm: bool = False, encoders: Mapping[str, Any] | None = None) -> None:
+                 obs_norm: bool = False, encoders: Mapping[str, Any] | None = None,
+                 encoder: nn.Module | None = None) -> None:
         super().__init__()
         self.obs_space, self.action_space = obs_space, action_space  # read by a policy given it
         # MultiDiscrete / MultiBinary: the head of models.distributions (None otherwise)
@@ -117,16 +123,27 @@ class ActorCritic(nn.Module):
             raise UnsupportedSpaceError(
                 f"obs_norm needs a 1-D Box observation space, got {obs_space!r}; images are "
                 "already scaled to [0, 1] — set obs_norm=False.")
+        if encoder is not None and encoders:
+            raise ValueError("ActorCritic: give encoder= (your network for the whole "
+                             "observation) or encoders= (kinds per part), not both")
         self.obs_norm = RunningNorm(obs_space.shape) if obs_norm else None
-        self.actor_encoder = build_encoder(obs_space, hidden, activation, encoders)
-        self.critic_encoder = (None if share_encoder
-                               else build_encoder(obs_space, hidden, activation, encoders))
+        if encoder is not None:
+            self.actor_encoder = GivenEncoder(obs_space, encoder, hidden, activation)
+            self.critic_encoder = (None if share_encoder else
+                                   GivenEncoder(obs_space, copy.deepcopy(encoder), hidden,
+                                                activation))
+        else:
+            self.actor_encoder = build_encoder(obs_space, hidden, activation, encoders)
+            self.critic_encoder = (None if share_encoder
+                                   else build_encoder(obs_space, hidden, activation, encoders))
         self.action_head = nn.Linear(self.actor_encoder.out_dim, out_dim)
         self.value_head = nn.Linear(self.actor_encoder.out_dim, 1)
         self.log_std = (None if self.discrete or self.multi is not None
                         else nn.Parameter(torch.full((out_dim,), float(init_log_std))))
+        given = {id(m) for e in (self.actor_encoder, self.critic_encoder)
+                 if isinstance(e, GivenEncoder) for m in e.module.modules()}
         for module in self.modules():
-            if isinstance(module, nn.Linear):
+            if isinstance(module, nn.Linear) and id(module) not in given:
                 _init_linear(module, math.sqrt(2.0))
         _init_linear(self.action_head, 0.01)
         _init_linear(self.value_head, 1.0)

@@ -12,6 +12,8 @@
 nesting: ``{"image": "mlp"}``, ``{"outer": {"inner": "embed"}}``; kinds are listed in
 `rlpipe.models._parts`; ``"module:function"`` names your own, called as ``function(space)`` and
 returning an ``nn.Module`` with an ``out_dim`` attribute.
+
+`GivenEncoder` wraps a whole-observation network of your own (DI-engine's `VAC(encoder=...)`).
 """
 from __future__ import annotations
 
@@ -106,6 +108,74 @@ class MultiPartEncoder(nn.Module):
     def forward(self, obs: Any) -> torch.Tensor:
         feats = [part.forward(self._leaf(obs, path)) for path, part in self._steps]
         x = feats[0] if len(feats) == 1 else torch.cat(feats, dim=-1)
+        return self.mlp(x) if self.mlp is not None else x
+
+
+def structured(obs: Any, space: gym.Space) -> Any:
+    """A batch as the env manager gives it (nested dicts, a Tuple's parts keyed "0", "1", ...)
+    → the space's own nesting (dicts for Dict, tuples for Tuple), leaves as float32 tensors."""
+    if isinstance(space, gym.spaces.Dict):
+        return {key: structured(obs[key], sub) for key, sub in space.spaces.items()}
+    if isinstance(space, gym.spaces.Tuple):
+        return tuple(structured(obs[str(i)] if isinstance(obs, Mapping) else obs[i], sub)
+                     for i, sub in enumerate(space.spaces))
+    return torch.as_tensor(obs).float()
+
+
+def _zeros(space: gym.Space) -> Any:
+    """A batch of one all-zero observation of `space`, nested as the env manager nests it."""
+    if isinstance(space, gym.spaces.Dict):
+        return {key: _zeros(sub) for key, sub in space.spaces.items()}
+    if isinstance(space, gym.spaces.Tuple):
+        return {str(i): _zeros(sub) for i, sub in enumerate(space.spaces)}
+    return torch.zeros((1, *(space.shape or ())))
+
+
+class GivenEncoder(nn.Module):
+    """A user's network as the encoder of an rlpipe model (DI-engine's `VAC(encoder=...)`).
+
+    `module` gets each batch nested as the observation space is (a Dict's parts as a dict, a
+    Tuple's as a tuple, a Box as one tensor), leaves as float32 tensors with one leading batch
+    axis (DI-engine's collectors hand its encoders float tensors too), and returns features
+    [B, F]. F (`in_dim`) is read from one forward pass on a zero observation when the module
+    has no int `out_dim`. The `hidden` layers follow it (none when `hidden` is empty).
+    """
+
+    def __init__(self, obs_space: gym.Space, module: nn.Module, hidden: Sequence[int] = (),
+                 activation: Type[nn.Module] = nn.ReLU) -> None:
+        super().__init__()
+        if not isinstance(module, nn.Module):
+            raise TypeError(f"encoder=: a torch.nn.Module that maps a batch of observations to "
+                            f"features [B, F] is needed, got a {type(module).__name__}")
+        self.obs_space, self.module = obs_space, module
+        in_dim = getattr(module, "out_dim", None)
+        if not isinstance(in_dim, int):
+            in_dim = self._probe()
+        self.in_dim = in_dim
+        hidden = tuple(int(h) for h in hidden)
+        self.mlp = (MLP(in_dim, hidden[-1], hidden[:-1], activation, activate_output=True)
+                    if hidden else None)
+        self.out_dim = hidden[-1] if hidden else in_dim
+
+    @torch.no_grad()
+    def _probe(self) -> int:
+        name = type(self.module).__name__
+        try:
+            out = self.module(structured(_zeros(self.obs_space), self.obs_space))
+        except (RuntimeError, TypeError, KeyError, IndexError, ValueError) as exc:
+            raise ValueError(
+                f"encoder= {name} fails on a batch of one zero observation of "
+                f"{self.obs_space!r} ({type(exc).__name__}: {exc}); it must take a batch nested "
+                "as the space (dict / tuple of float32 tensors [B, ...]) and return [B, F]"
+            ) from exc
+        if not isinstance(out, torch.Tensor) or out.dim() != 2 or out.shape[0] != 1:
+            got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+            raise ValueError(f"encoder= {name} must return features [B, F] (one row per "
+                             f"observation), got {got} for a batch of one; flatten its output")
+        return int(out.shape[1])
+
+    def forward(self, obs: Any) -> torch.Tensor:
+        x = self.module(structured(obs, self.obs_space))
         return self.mlp(x) if self.mlp is not None else x
 
 
@@ -224,5 +294,5 @@ def _box_encoder(obs_space: gym.spaces.Box, hidden: Tuple[int, ...],
     return Encoder(obs_space, trunk, mlp, hidden[-1])
 
 
-__all__ = ["Encoder", "MultiPartEncoder", "build_encoder", "KINDS", "ConvTrunk",
+__all__ = ["Encoder", "GivenEncoder", "MultiPartEncoder", "build_encoder", "KINDS", "ConvTrunk",
            "channels_last"]

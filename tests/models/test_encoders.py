@@ -1,5 +1,5 @@
 """Encoders chosen from the observation space: Dict/Tuple parts, images, categorical parts,
-per-key overrides, Text and action-mask keys left out."""
+per-key overrides, Text and action-mask keys left out; and a user's own network as the encoder."""
 import logging
 
 import gymnasium as gym
@@ -151,3 +151,55 @@ def test_minigrid_mission_space_is_left_out(caplog):
     assert any("'mission'" in r.getMessage() and "left out" in r.getMessage()
                for r in caplog.records)
     assert minigrid
+
+
+class _TupleNet(torch.nn.Module):
+    """A user's whole-observation network for a Tuple(Dict(scalar), Box(3,)) space: it unpacks
+    the tuple and reads the Dict's scalar by key."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 6)
+
+    def forward(self, inputs):
+        parts, vec = inputs
+        return self.fc(torch.cat([parts["s"].unsqueeze(-1), vec], dim=1))
+
+
+TUPLE = gym.spaces.Tuple((gym.spaces.Dict({"s": gym.spaces.Box(-1, 1, ())}),
+                          gym.spaces.Box(0, 255, (3,), np.uint8)))
+
+
+def test_given_encoder_gets_the_batch_nested_as_the_space_as_float():
+    from rlpipe.models import ActorCritic
+
+    net = _TupleNet()
+    weight = net.fc.weight.clone()
+    model = ActorCritic(TUPLE, gym.spaces.Discrete(2), hidden=(5,), share_encoder=True,
+                        encoder=net)
+    assert torch.equal(net.fc.weight, weight)  # its own initialisation is kept
+    assert model.actor_encoder.in_dim == 6 and model.actor_encoder.out_dim == 5
+    assert model.critic_encoder is None
+    # a batch as the env manager gives it: a Tuple's parts keyed "0", "1"; uint8 leaves
+    batch = {"0": {"s": torch.tensor([0.5, -0.5])},
+             "1": torch.tensor([[1, 2, 3], [4, 5, 6]], dtype=torch.uint8)}
+    dist, value = model(batch)
+    assert dist.logits.shape == (2, 2) and value.shape == (2,)
+    copied = ActorCritic(TUPLE, gym.spaces.Discrete(2), hidden=(), encoder=net)
+    assert copied.critic_encoder.module is not net and copied.actor_encoder.module is net
+
+
+def test_given_encoder_that_does_not_fit_is_a_one_line_error():
+    from rlpipe.models import ActorCritic
+
+    with pytest.raises(ValueError, match=r"fails on a batch of one zero observation of Tuple"):
+        ActorCritic(TUPLE, gym.spaces.Discrete(2), encoder=torch.nn.Linear(4, 6))
+    flat = gym.spaces.Box(-1, 1, (4,))
+    with pytest.raises(ValueError, match=r"must return features \[B, F\].*got \(1, 2, 3\)"):
+        unflat = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Unflatten(1, (2, 3)))
+        ActorCritic(flat, gym.spaces.Discrete(2), encoder=unflat)
+    with pytest.raises(TypeError, match="a torch.nn.Module that maps"):
+        ActorCritic(flat, gym.spaces.Discrete(2), encoder=lambda x: x)
+    with pytest.raises(ValueError, match="not both"):
+        ActorCritic(flat, gym.spaces.Discrete(2), encoder=torch.nn.Linear(4, 6),
+                    encoders={"a": "mlp"})

@@ -14,7 +14,8 @@ IMG = gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
 
 def test_all_lists_public_names():
     assert sorted(models.__all__) == [
-        "ActorCritic", "ContinuousQAC", "ConvTrunk", "DeterministicActor", "Encoder", "GaussianActor", "MLP",
+        "ActorCritic", "ContinuousQAC", "ConvTrunk", "DeterministicActor", "Encoder", "GaussianActor",
+        "GivenEncoder", "MLP",
         "MultiAgentActorCritic", "MultiPartEncoder", "ObservationShapeError", "QNetwork",
         "RecurrentCore", "RecurrentQNetwork", "RunningNorm",
         "SquashedGaussianActor", "TwinQCritic", "UnsupportedSpaceError", "ValueNetwork",
