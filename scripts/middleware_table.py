@@ -78,6 +78,7 @@ def _examples_of_each_middleware(mw, cfg, env, policy, buffer_):
         "StepCollector(cfg, policy.collect_mode, env)": mw.StepCollector(cfg, policy, env),
         "EpisodeCollector(cfg, policy.collect_mode, env)": mw.EpisodeCollector(cfg, policy, env),
         "nstep_reward_enhancer(cfg)": mw.nstep_reward_enhancer(cfg),
+        "priority_calculator(priority_calculation_fn)": mw.priority_calculator(lambda steps: []),
         "data_pusher(cfg, buffer_)": mw.data_pusher(cfg, buffer_),
         "offpolicy_data_fetcher(cfg, buffer_)": mw.offpolicy_data_fetcher(cfg, buffer_),
         "SequenceAdding(cfg)": mw.SequenceAdding(cfg),

@@ -1,7 +1,7 @@
 """The middleware library: each item is `fn(ctx)` (or builds one) with a declared contract."""
 from rlpipe._threads import apply_thread_policy
 from .buffer_io import (concat_steps, data_pusher, nstep_reward_enhancer, offline_data_saver,
-                        offpolicy_data_fetcher)
+                        offpolicy_data_fetcher, priority_calculator)
 from .ckpt import (CkptSaver, NonFiniteStateError, final_ctx_saver, load_checkpoint,
                    restore_checkpoint)
 from .collector import EpisodeCollector, StepCollector, inferencer, rolloutor
@@ -60,6 +60,7 @@ __all__ = [
     "offpolicy_data_fetcher",
     "online_logger",
     "overrun_meter",
+    "priority_calculator",
     "progress_bar",
     "read_metrics",
     "restore_checkpoint",
