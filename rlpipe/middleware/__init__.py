@@ -21,6 +21,9 @@ from .termination import termination_checker
 from ._acting import EpisodeQuota
 from ._make_acting import make_acting
 from ._wandb import WandbSink, log_run_videos
+# DI-engine names rlpipe refuses: importable, outside __all__, each a one-line error on use
+from ._ding_refused import (EnvpoolStepCollector, EnvpoolStepCollectorV2, OffPolicyLearnerV2,
+                            PeriodicalModelExchanger)
 
 __all__ = [
     "CkptSaver",
