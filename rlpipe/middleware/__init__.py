@@ -5,7 +5,7 @@ from .buffer_io import (concat_steps, data_pusher, nstep_reward_enhancer, offlin
 from .ckpt import (CkptSaver, NonFiniteStateError, final_ctx_saver, load_checkpoint,
                    restore_checkpoint)
 from .collector import EpisodeCollector, StepCollector, inferencer, rolloutor
-from .evaluator import evaluate_episodes, interaction_evaluator
+from .evaluator import envpool_evaluator, evaluate_episodes, interaction_evaluator
 from .exchange import (ContextExchanger, Exchange, ModelExchanger, context_exchanger,
                        model_exchanger)
 from .exploration import (PerEnvStep, eps_greedy_handler, eps_greedy_masker, epsilon_schedule,
@@ -14,7 +14,7 @@ from .learner import NonFiniteLossError, OffPolicyLearner, trainer
 from .logger import offline_logger, online_logger, read_metrics, wandb_offline_logger
 from .offline import offline_data_fetcher
 from .onpolicy import gae_estimator, multistep_trainer
-from .progress import progress_bar
+from .progress import epoch_timer, progress_bar
 from .realtime import overrun_meter
 from .sequence import SequenceAdding, sequence_fetcher, sequence_pusher
 from .termination import termination_checker
@@ -42,6 +42,8 @@ __all__ = [
     "concat_steps",
     "context_exchanger",
     "data_pusher",
+    "envpool_evaluator",
+    "epoch_timer",
     "eps_greedy_handler",
     "eps_greedy_masker",
     "epsilon_schedule",
