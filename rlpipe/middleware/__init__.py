@@ -23,7 +23,7 @@ from ._make_acting import make_acting
 from ._wandb import WandbSink, log_run_videos
 # DI-engine names rlpipe refuses: importable, outside __all__, each a one-line error on use
 from ._ding_refused import (EnvpoolStepCollector, EnvpoolStepCollectorV2, OffPolicyLearnerV2,
-                            PeriodicalModelExchanger)
+                            PeriodicalModelExchanger, wandb_online_logger)
 
 __all__ = [
     "CkptSaver",

@@ -21,7 +21,7 @@ from rlpipe.middleware import (CkptSaver, ContextExchanger, ModelExchanger, OffP
                                StepCollector, data_pusher, eps_greedy_handler,
                                interaction_evaluator, load_checkpoint, nstep_reward_enhancer,
                                online_logger, priority_calculator, read_metrics,
-                               termination_checker)
+                               termination_checker, wandb_online_logger)
 from rlpipe.models import QNetwork
 from rlpipe.policies import DQNPolicy
 
@@ -161,3 +161,11 @@ def test_apex_dqn_runs_until_its_evaluator_process_reaches_stop_value(tmp_path):
     _, policy = _launch(cfg)
     best = load_checkpoint(cfg.run_dir, which="best")["meta"]
     assert best["eval_value"] >= 100 and policy.train_iter > 0
+
+
+def test_the_wandb_variant_logger_is_refused_naming_online_loggers_wandb_switch():
+    # apex_dqn_priority_parallel_wandb.py is apex_dqn.py with wandb_online_logger beside
+    # online_logger; in rlpipe online_logger(cfg) sends the rows itself (cfg.logger.wandb)
+    with pytest.raises(ValueError, match="sends its rows to Weights & Biases when "
+                                         "cfg.logger.wandb is True"):
+        wandb_online_logger(anonymous=True, project_name="apex", wandb_sweep=False)
