@@ -22,8 +22,9 @@ from ._acting import EpisodeQuota
 from ._make_acting import make_acting
 from ._wandb import WandbSink, log_run_videos
 # DI-engine names rlpipe refuses: importable, outside __all__, each a one-line error on use
-from ._ding_refused import (EnvpoolStepCollector, EnvpoolStepCollectorV2, OffPolicyLearnerV2,
-                            PeriodicalModelExchanger, wandb_online_logger)
+from ._ding_refused import (EnvpoolOffPolicyLearner, EnvpoolStepCollector, EnvpoolStepCollectorV2,
+                            OffPolicyLearnerV2, OffPolicyLearnerV3, PeriodicalModelExchanger,
+                            wandb_online_logger)
 
 __all__ = [
     "CkptSaver",

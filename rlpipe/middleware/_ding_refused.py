@@ -30,10 +30,24 @@ def EnvpoolStepCollectorV2(*args: Any, **kwargs: Any) -> NoReturn:  # noqa: N802
     _collector_refused("EnvpoolStepCollectorV2")
 
 
+def _learner_refused(name: str) -> NoReturn:
+    raise ValueError(f"{name}: rlpipe has one off-policy learner, whatever the env manager; "
+                     f"use OffPolicyLearner(cfg, policy.learn_mode, buffer_)")
+
+
 def OffPolicyLearnerV2(*args: Any, **kwargs: Any) -> NoReturn:  # noqa: N802
     """Refused: `OffPolicyLearner` is rlpipe's one off-policy learner."""
-    raise ValueError("OffPolicyLearnerV2: rlpipe has one off-policy learner; use "
-                     "OffPolicyLearner(cfg, policy.learn_mode, buffer_)")
+    _learner_refused("OffPolicyLearnerV2")
+
+
+def OffPolicyLearnerV3(*args: Any, **kwargs: Any) -> NoReturn:  # noqa: N802
+    """Refused: `OffPolicyLearner` is rlpipe's one off-policy learner."""
+    _learner_refused("OffPolicyLearnerV3")
+
+
+def EnvpoolOffPolicyLearner(*args: Any, **kwargs: Any) -> NoReturn:  # noqa: N802
+    """Refused: `OffPolicyLearner` is rlpipe's one off-policy learner."""
+    _learner_refused("EnvpoolOffPolicyLearner")
 
 
 def wandb_online_logger(*args: Any, **kwargs: Any) -> NoReturn:

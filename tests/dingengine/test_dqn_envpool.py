@@ -18,9 +18,8 @@ from rlpipe import ding_init, set_pkg_seed, task
 from rlpipe.contexts import OnlineRLContext
 from rlpipe.data import ReplayBuffer
 from rlpipe.envs import EnvManager
-from rlpipe.middleware import (ContextExchanger, EnvpoolStepCollectorV2, ModelExchanger,
-                               OffPolicyLearner, OffPolicyLearnerV2, StepCollector, data_pusher,
-                               envpool_evaluator, epoch_timer, eps_greedy_handler,
+from rlpipe.middleware import (ContextExchanger, ModelExchanger, OffPolicyLearner, StepCollector,
+                               data_pusher, envpool_evaluator, epoch_timer, eps_greedy_handler,
                                interaction_evaluator, nstep_reward_enhancer, online_logger,
                                read_metrics, termination_checker)
 from rlpipe.models import QNetwork
@@ -166,10 +165,25 @@ def test_dqn_envpool_nstep_chain_times_each_iteration(tmp_path, async_mode, capl
     assert timed == list(range(64 // cfg.policy.collect.n_sample))
 
 
-def test_dingengine_envpool_middleware_rlpipe_does_not_have_are_refused_in_one_line():
-    with pytest.raises(ValueError, match="use StepCollector\\(cfg, policy.collect_mode, env\\)"):
-        EnvpoolStepCollectorV2(None, None, None, random_collect_size=0)
-    with pytest.raises(ValueError, match="use OffPolicyLearner\\(cfg, policy.learn_mode, buffer_\\)"):
-        OffPolicyLearnerV2(None, None, None)
+@pytest.mark.parametrize("name", ["EnvpoolStepCollector", "EnvpoolStepCollectorV2"])
+def test_dingengine_envpool_collectors_are_refused_naming_step_collector(name):
+    import rlpipe.middleware as mw
+
+    with pytest.raises(ValueError, match=f"^{name}: .*use StepCollector\\(cfg, "
+                                         f"policy.collect_mode, env\\)$"):
+        getattr(mw, name)(None, None, None, random_collect_size=0)
+
+
+@pytest.mark.parametrize("name", ["OffPolicyLearnerV2", "OffPolicyLearnerV3",
+                                  "EnvpoolOffPolicyLearner"])
+def test_dingengine_envpool_learners_are_refused_naming_off_policy_learner(name):
+    import rlpipe.middleware as mw
+
+    with pytest.raises(ValueError, match=f"^{name}: .*use OffPolicyLearner\\(cfg, "
+                                         f"policy.learn_mode, buffer_\\)$"):
+        getattr(mw, name)(None, None, None)
+
+
+def test_epoch_timer_arguments_are_checked():
     with pytest.raises(ValueError, match="print_per=0"):
         epoch_timer(print_per=0)
