@@ -24,6 +24,7 @@ from rlpipe.middleware import (CkptSaver, ContextExchanger, ModelExchanger, OffP
                                termination_checker, wandb_online_logger)
 from rlpipe.models import QNetwork
 from rlpipe.policies import DQNPolicy
+from rlpipe.zoo import get_entry
 
 from .test_example_ports import tiny_cfg
 
@@ -149,6 +150,23 @@ def test_apex_dqn_learner_trains_on_priorities_the_collector_computed(tmp_path, 
     assert len(np.unique(buffer_.priorities())) > 1
     rows = read_metrics(cfg.run_dir)
     assert rows[-1]["env_step"] >= 256
+
+
+def test_apex_dqn_runs_on_its_own_lunarlander_config(tmp_path):
+    # ding.config.DQN.gym_lunarlander_v2 is the zoo's lunarlander-dqn entry (3-step returns)
+    cfg = get_entry("lunarlander-dqn").resolve()
+    cfg.run_dir = str(tmp_path / "run")
+    cfg.env.n_envs, cfg.env.eval_n_envs = 2, 1
+    cfg.policy.collect.random_collect_size = 0
+    cfg.policy.collect.n_sample = 32
+    cfg.policy.learn.update_per_collect, cfg.policy.learn.batch_size = 2, 16
+    cfg.replay.min_samples = 32
+    cfg.policy.eval.evaluator.n_episode = 1
+    cfg.max_env_step = 128
+    assert cfg.env.id.startswith("LunarLander") and cfg.policy.learn.nstep == 3
+    buffer_, policy = _launch(cfg)
+    assert "discount" in buffer_.sample(4) and policy.train_iter > 0
+    assert len(np.unique(buffer_.priorities())) > 1
 
 
 @pytest.mark.slow

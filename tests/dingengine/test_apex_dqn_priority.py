@@ -180,3 +180,16 @@ def test_apex_dqn_priority_example_learns_cartpole(tmp_path):
     apex_dqn_priority_main(cfg)
     best = load_checkpoint(cfg.run_dir, which="best")["meta"]
     assert best["eval_value"] > 100, best
+
+
+def test_pushed_priorities_follow_their_rows_when_a_push_overflows_the_buffer():
+    buffer_ = PrioritizedReplayBuffer(4, alpha=1.0, eps=1e-6)
+    buffer_.push({"reward": np.arange(6, dtype=np.float32)}, priority=np.arange(6.0))
+    # only the newest 4 rows are kept: rows 2..5, at positions 2, 3, 0, 1 of the ring
+    assert set(buffer_.sample(64)["reward"].tolist()) <= {2.0, 3.0, 4.0, 5.0}
+    assert np.allclose(buffer_.priorities(), np.array([4, 5, 2, 3]) + 1e-6)
+    # a later row pushed without a priority gets the largest one seen
+    buffer_.push({"reward": np.zeros(1, np.float32)})
+    assert np.allclose(buffer_.priorities(), np.array([4, 5, 5, 3]) + 1e-6)
+    with pytest.raises(ValueError, match="2 rows but 3 priorities"):
+        buffer_.push({"reward": np.zeros(2, np.float32)}, priority=[1.0, 2.0, 3.0])
