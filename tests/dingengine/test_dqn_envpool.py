@@ -148,9 +148,10 @@ def test_dqn_envpool_example_trains_on_envpool_frames(tmp_path, async_mode):
     batch = buffer_.sample(8)
     assert batch["obs"].shape == (8, 4, 84, 84) and batch["obs"].dtype == np.uint8  # EnvPool's
     assert len(buffer_) == 64 and policy.train_iter > 0  # every env step a transition
-    # the evaluator played a whole game of Pong: its real score (not clipped), in [-21, 21]
+    # the evaluator played whole games of Pong: the barely trained policy loses one by many
+    # points (an episode that a lost point ended would score -1)
     evals = [r["eval/return_mean"] for r in read_metrics(cfg.run_dir) if "eval/return_mean" in r]
-    assert evals and all(-21 <= v <= 21 and v != -1 for v in evals)
+    assert evals and all(-21 <= v <= -10 for v in evals)
 
 
 @MODES
