@@ -72,12 +72,14 @@ def _exchange_examples(mw, cfg, policy):
 def _examples_of_each_middleware(mw, cfg, env, policy, buffer_):
     return {
         "interaction_evaluator(cfg, policy.eval_mode, env)": mw.interaction_evaluator(cfg, policy, env),
+        "envpool_evaluator(cfg, policy.eval_mode, env)": mw.envpool_evaluator(cfg, policy, env),
         "eps_greedy_handler(cfg)": mw.eps_greedy_handler(cfg),
         "inferencer(seed, policy.collect_mode, env)": mw.inferencer(None, policy, env),
         "rolloutor(policy.collect_mode, env)": mw.rolloutor(policy, env),
         "StepCollector(cfg, policy.collect_mode, env)": mw.StepCollector(cfg, policy, env),
         "EpisodeCollector(cfg, policy.collect_mode, env)": mw.EpisodeCollector(cfg, policy, env),
         "nstep_reward_enhancer(cfg)": mw.nstep_reward_enhancer(cfg),
+        "priority_calculator(priority_calculation_fn)": mw.priority_calculator(lambda steps: []),
         "data_pusher(cfg, buffer_)": mw.data_pusher(cfg, buffer_),
         "offpolicy_data_fetcher(cfg, buffer_)": mw.offpolicy_data_fetcher(cfg, buffer_),
         "SequenceAdding(cfg)": mw.SequenceAdding(cfg),
@@ -93,6 +95,7 @@ def _examples_of_each_middleware(mw, cfg, env, policy, buffer_):
         "progress_bar(cfg)": mw.progress_bar(cfg, disable=True),
         "CkptSaver(cfg, policy)": mw.CkptSaver(cfg, policy),
         "overrun_meter()": mw.overrun_meter(),
+        "epoch_timer()": mw.epoch_timer(),
         "eps_greedy_masker()": mw.eps_greedy_masker(),
         "offline_logger(cfg)": mw.offline_logger(cfg, tensorboard=False),
         "final_ctx_saver(name)": mw.final_ctx_saver(cfg.run_dir),

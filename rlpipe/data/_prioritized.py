@@ -53,9 +53,32 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         self._write_stamp[:] = 0
         self._sample_stamp[:] = -1
 
-    def _on_write(self, rows: np.ndarray) -> None:
-        self._tree.update(rows, self.max_priority ** self.alpha)
+    def push(self, batch: Mapping[str, Any], priority: Any = None) -> None:
+        """Append B transitions. `priority` (B values >= 0, optional) gives each row its
+        priority, e.g. |TD error| computed where the rows were collected (APE-X: the collectors
+        compute them, so a new row is replayed as often as it deserves from the start);
+        without it, rows get the largest priority seen so far."""
+        if priority is None:
+            self._push(batch, None)
+            return
+        priority = np.asarray(priority, dtype=np.float64).reshape(-1)
+        self._check_priorities(priority, "push")
+        self._push(batch, priority + self.eps)
+
+    def _on_write(self, rows: np.ndarray, per_row: Optional[np.ndarray]) -> None:
+        if per_row is None:
+            self._tree.update(rows, self.max_priority ** self.alpha)
+        else:
+            self._tree.update(rows, per_row ** self.alpha)
+            self.max_priority = max(self.max_priority, float(per_row.max()))
         self._write_stamp[rows] = self._pushes
+
+    @staticmethod
+    def _check_priorities(priority: np.ndarray, method: str) -> None:
+        if not np.all(np.isfinite(priority)) or np.any(priority < 0):
+            bad = priority[~(np.isfinite(priority) & (priority >= 0))][:3]
+            raise ValueError(f"PrioritizedReplayBuffer.{method}: priorities must be finite and "
+                             f">= 0 (e.g. abs(td_error)), got {bad.tolist()}")
 
     def sample(self, batch_size: int) -> Dict[str, Any]:
         """Rows drawn in proportion to priority (stratified: one draw per equal slice of the
@@ -84,10 +107,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         if index.shape != priority.shape:
             raise ValueError(f"PrioritizedReplayBuffer.update_priority: {index.size} indices but "
                              f"{priority.size} priorities; pass one priority per sampled row")
-        if not np.all(np.isfinite(priority)) or np.any(priority < 0):
-            bad = priority[~(np.isfinite(priority) & (priority >= 0))][:3]
-            raise ValueError(f"PrioritizedReplayBuffer.update_priority: priorities must be finite and "
-                             f">= 0 (e.g. abs(td_error)), got {bad.tolist()}")
+        self._check_priorities(priority, "update_priority")
         with self._lock:
             if index.size and (index.min() < 0 or index.max() >= self._size):
                 raise IndexError(f"PrioritizedReplayBuffer.update_priority: index out of range "

@@ -68,6 +68,11 @@ class ReplayBuffer(PicklesWithoutLock):
     # -- writing --------------------------------------------------------------------------
     def push(self, batch: Mapping[str, Any]) -> None:
         """Append B transitions (a dict of arrays with leading dim B), overwriting the oldest."""
+        self._push(batch, None)
+
+    def _push(self, batch: Mapping[str, Any], per_row: Optional[np.ndarray]) -> None:
+        """Write `batch`; `per_row` (one value per row, or None) goes to `_on_write` with the
+        rows that were kept, for a subclass's bookkeeping (a prioritized buffer's priorities)."""
         for key in RESERVED_KEYS:
             if isinstance(batch, Mapping) and key in batch:
                 raise KeyError(f"{type(self).__name__}.push: key {key!r} is reserved (sample adds it); "
@@ -76,6 +81,9 @@ class ReplayBuffer(PicklesWithoutLock):
             rows, n = self._storage.prepare(batch)
             if n == 0:
                 return
+            if per_row is not None and len(per_row) != n:
+                raise ValueError(f"{type(self).__name__}.push: {n} rows but {len(per_row)} "
+                                 f"priorities; pass one priority per row")
             if self._storage.arrays is None:
                 self._storage.allocate(rows)
             start, kept = self._pos, n
@@ -85,14 +93,16 @@ class ReplayBuffer(PicklesWithoutLock):
                 start = (self._pos + n - kept) % self._capacity
             self._storage.write(rows, start)
             self._pushes += 1
-            self._on_write((start + np.arange(kept)) % self._capacity)
+            self._on_write((start + np.arange(kept)) % self._capacity,
+                           None if per_row is None else per_row[n - kept:])
             self._pos = (self._pos + n) % self._capacity
             self._size = min(self._size + n, self._capacity)
             if self.controller is not None:
                 self.controller.on_insert(n)
 
-    def _on_write(self, rows: np.ndarray) -> None:
-        """Hook for subclasses, called under the lock with the rows just written."""
+    def _on_write(self, rows: np.ndarray, per_row: Optional[np.ndarray]) -> None:
+        """Hook for subclasses, called under the lock with the rows just written and the
+        values `_push` was given for them."""
 
     def clear(self) -> None:
         """Forget every row: `len()` is 0, `sample` refuses as on a new buffer, and later pushes

@@ -1,11 +1,11 @@
 """The middleware library: each item is `fn(ctx)` (or builds one) with a declared contract."""
 from rlpipe._threads import apply_thread_policy
 from .buffer_io import (concat_steps, data_pusher, nstep_reward_enhancer, offline_data_saver,
-                        offpolicy_data_fetcher)
+                        offpolicy_data_fetcher, priority_calculator)
 from .ckpt import (CkptSaver, NonFiniteStateError, final_ctx_saver, load_checkpoint,
                    restore_checkpoint)
 from .collector import EpisodeCollector, StepCollector, inferencer, rolloutor
-from .evaluator import evaluate_episodes, interaction_evaluator
+from .evaluator import envpool_evaluator, evaluate_episodes, interaction_evaluator
 from .exchange import (ContextExchanger, Exchange, ModelExchanger, context_exchanger,
                        model_exchanger)
 from .exploration import (PerEnvStep, eps_greedy_handler, eps_greedy_masker, epsilon_schedule,
@@ -14,13 +14,17 @@ from .learner import NonFiniteLossError, OffPolicyLearner, trainer
 from .logger import offline_logger, online_logger, read_metrics, wandb_offline_logger
 from .offline import offline_data_fetcher
 from .onpolicy import gae_estimator, multistep_trainer
-from .progress import progress_bar
+from .progress import epoch_timer, progress_bar
 from .realtime import overrun_meter
 from .sequence import SequenceAdding, sequence_fetcher, sequence_pusher
 from .termination import termination_checker
 from ._acting import EpisodeQuota
 from ._make_acting import make_acting
 from ._wandb import WandbSink, log_run_videos
+# DI-engine names rlpipe refuses: importable, outside __all__, each a one-line error on use
+from ._ding_refused import (EnvpoolOffPolicyLearner, EnvpoolStepCollector, EnvpoolStepCollectorV2,
+                            OffPolicyLearnerV2, OffPolicyLearnerV3, PeriodicalModelExchanger,
+                            wandb_online_logger)
 
 __all__ = [
     "CkptSaver",
@@ -39,6 +43,8 @@ __all__ = [
     "concat_steps",
     "context_exchanger",
     "data_pusher",
+    "envpool_evaluator",
+    "epoch_timer",
     "eps_greedy_handler",
     "eps_greedy_masker",
     "epsilon_schedule",
@@ -60,6 +66,7 @@ __all__ = [
     "offpolicy_data_fetcher",
     "online_logger",
     "overrun_meter",
+    "priority_calculator",
     "progress_bar",
     "read_metrics",
     "restore_checkpoint",

@@ -7,7 +7,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 import numpy as np
 
 from rlpipe.contexts import OnlineRLContext
-from rlpipe.data import NStepAccumulator
+from rlpipe.data import NStepAccumulator, PrioritizedReplayBuffer
 from rlpipe.engine import Role, contract
 
 from ._cfg import setting
@@ -43,6 +43,11 @@ def data_pusher(cfg: Any, buffer_: Any, group_by_env: Optional[bool] = None) -> 
     `{'env': env_id}`) adds an int64 `env_id` column to every row: which env of the manager
     produced it, so a sampled batch says where each transition came from. Choose it once per
     buffer: the buffer's layout is fixed by its first push.
+
+    Transitions that carry a `priority` (from `priority_calculator`, APE-X's priorities
+    computed by the collectors) enter a `PrioritizedReplayBuffer` with those priorities
+    rather than the largest one seen; any other buffer is refused, since it would store the
+    priorities as data and never sample by them.
     """
     tag_envs = bool(group_by_env)
 
@@ -52,10 +57,58 @@ def data_pusher(cfg: Any, buffer_: Any, group_by_env: Optional[bool] = None) -> 
         if tag_envs:
             steps = [_with_env_id(step) for step in steps]
         batch = concat_steps(steps)
-        if batch is not None and len(batch["reward"]):
+        if batch is None or not len(batch["reward"]):
+            return
+        if "priority" not in batch:
             buffer_.push(batch)
+            return
+        if not isinstance(buffer_, PrioritizedReplayBuffer):
+            raise TypeError(f"data_pusher: the transitions carry priorities (priority_calculator) "
+                            f"but the buffer is a {type(buffer_).__name__}, which samples "
+                            f"uniformly; use rlpipe.data.PrioritizedReplayBuffer")
+        priority = batch.pop("priority")
+        buffer_.push(batch, priority=priority)
 
     return _data_pusher
+
+
+def priority_calculator(priority_calculation_fn: Optional[Callable] = None, *,
+                        func_for_priority_calculation: Optional[Callable] = None) -> Callable:
+    """DI-engine's APE-X middleware: give each collected transition its replay priority where
+    it was collected. `priority_calculation_fn(ctx.trajectories)` returns one entry per step
+    of `ctx.trajectories` (each an array with a value per env of that step, as
+    `DQNPolicy.calculate_priority(ctx.trajectories)["priority"]` gives); the step then carries
+    it as `priority`, which `data_pusher` hands to a `PrioritizedReplayBuffer`. In a process
+    started by `parallel.launch` it runs in collectors only, so the priorities travel with the
+    trajectories to the learner. `func_for_priority_calculation` is the same argument under
+    the name of DI-engine's first release."""
+    if (priority_calculation_fn is None) == (func_for_priority_calculation is None):
+        raise TypeError("priority_calculator: pass the priority function once, as "
+                        "priority_calculation_fn=fn (or DI-engine's older "
+                        "func_for_priority_calculation=fn)")
+    calculate = priority_calculation_fn or func_for_priority_calculation
+
+    @contract(reads=("trajectories",), writes=("trajectories",), role=Role.COLLECTOR)
+    def _priority_calculator(ctx: OnlineRLContext) -> None:
+        steps = ctx.trajectories or []
+        if not steps:
+            return
+        priority = list(calculate(steps))
+        if len(priority) != len(steps):
+            raise ValueError(f"priority_calculator: the priority function returned "
+                             f"{len(priority)} entries for {len(steps)} steps of "
+                             f"ctx.trajectories; return one per step")
+        out = []
+        for step, p in zip(steps, priority):
+            p = np.asarray(p, dtype=np.float32).reshape(-1)
+            if len(p) != len(step["reward"]):
+                raise ValueError(f"priority_calculator: a step of {len(step['reward'])} "
+                                 f"transitions got {len(p)} priorities; return one per "
+                                 f"transition (env) of each step")
+            out.append({**step, "priority": p})
+        ctx.trajectories = out
+
+    return _priority_calculator
 
 
 def offline_data_saver(*args: Any, data_type: str = "hdf5") -> Callable:

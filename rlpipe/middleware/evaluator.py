@@ -138,6 +138,13 @@ def interaction_evaluator(cfg: Any, policy: Any, env: Any, render: bool = False)
     return _evaluator
 
 
+
+def envpool_evaluator(cfg: Any, policy: Any, env: Any, render: bool = False) -> Callable:
+    """DI-engine's evaluator for its EnvPool env managers. rlpipe's `EnvManager` in EnvPool
+    mode (`mode="envpool"`) hands back the same step results as its other modes (true final
+    observations, no autoreset pseudo-steps), so this is `interaction_evaluator`."""
+    return interaction_evaluator(cfg, policy, env, render=render)
+
 @contract(reads=("train_iter", "last_eval_iter"), optional_reads=("env_step",),
           writes=("eval_value", "eval_output", "last_eval_iter", "last_eval_value",
                   "eval_weights"),

@@ -14,11 +14,13 @@ import logging
 import math
 import sys
 import time
-from typing import Any, Deque, Dict, IO, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Deque, Dict, IO, List, Mapping, Optional, Tuple
 
 from rlpipe.engine import Role, contract, current_task
 
 from ._cfg import setting
+
+_log = logging.getLogger(__name__)
 
 
 @contract(reads=("train_iter", "last_eval_value"), optional_reads=("env_step",), writes=(),
@@ -134,6 +136,29 @@ def progress_bar(
     closes when `current_task().finish` is set and at `close()`.
     """
     return ProgressBar(cfg, total_env_steps=total_env_steps, desc=desc, file=file, disable=disable)
+
+
+def epoch_timer(print_per: int = 1, smooth_window: int = 10) -> Callable:
+    """DI-engine's iteration timer: every `print_per` iterations, log how long the iteration
+    took (every middleware after this one, their post-`yield` parts included) and the mean of
+    the last `smooth_window` iterations. Put it first to time the whole iteration;
+    `task.profile()` says where the time went."""
+    for name, value in (("print_per", print_per), ("smooth_window", smooth_window)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"epoch_timer({name}={value!r}): must be an int >= 1")
+    recent: Deque[float] = collections.deque(maxlen=smooth_window)
+
+    @contract(reads_after=("total_step",))
+    def _epoch_timer(ctx: Any) -> Any:
+        start = time.perf_counter()
+        yield
+        cost = time.perf_counter() - start
+        recent.append(cost)
+        if ctx.total_step % print_per == 0:
+            _log.info("epoch_timer: iteration %d took %.1f ms (mean of the last %d: %.1f ms)",
+                      ctx.total_step, cost * 1e3, len(recent), 1e3 * sum(recent) / len(recent))
+
+    return _epoch_timer
 
 
 Record = Tuple[int, int, str, str, str]
@@ -329,4 +354,4 @@ def _to_console(record: logging.LogRecord) -> None:
 
 
 __all__ = ["BarLogHandler", "DriverProgress", "ProgressBar", "ProgressReporter", "ReportProgress",
-           "progress_bar", "report_progress"]
+           "epoch_timer", "progress_bar", "report_progress"]

@@ -45,6 +45,13 @@ _LEARN_KEYS = ("obs", "action", "reward", "next_obs", "terminated", "discount", 
 _MODULES = ("online", "target", "acting")  # the networks a checkpoint holds
 
 
+def _rows(values: list) -> Any:
+    """Arrays (or nested dicts of them) of several steps, concatenated along the rows."""
+    if isinstance(values[0], Mapping):
+        return {k: _rows([v[k] for v in values]) for k in values[0]}
+    return np.concatenate([np.asarray(v) for v in values])
+
+
 class DQNPolicy(Policy):
     """Deep Q-learning for Discrete action spaces (vector or image observations)."""
 
@@ -224,18 +231,7 @@ class DQNPolicy(Policy):
                            "feed n-step transitions (rlpipe.data.NStepAccumulator) or set nstep=1.")
         b = to_torch({k: batch[k] for k in _LEARN_KEYS if k in batch}, self.device)
         action = b["action"].long().reshape(-1, 1) - self.action_offset
-
-        with torch.no_grad():
-            next_q_target = self.target(b["next_obs"])
-            # double-Q: the online net chooses, the target net evaluates
-            chooser = self.online(b["next_obs"]) if c.double_q else next_q_target
-            next_mask = b.get("next_action_mask")
-            if next_mask is not None:  # choose among the next state's valid actions only
-                chooser = chooser.masked_fill(~next_mask.bool(), float("-inf"))
-            next_action = chooser.argmax(dim=1, keepdim=True)
-            next_value = next_q_target.gather(1, next_action).squeeze(1)
-            discount = td_discount(b, c.gamma)
-            td_target = b["reward"].float() + discount * next_value
+        td_target = self._td_target(b)
 
         q_all = self.online(b["obs"])  # Q(obs, ·)
         q = q_all.gather(1, action).squeeze(1)
@@ -269,6 +265,51 @@ class DQNPolicy(Policy):
         if weight is not None:
             stats["priority"] = td_error.abs().cpu().numpy()
         return stats
+
+    def _td_target(self, b: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        """y = reward + discount · Q_target(next_obs, a*) for a batch of tensors (no gradient)."""
+        with torch.no_grad():
+            next_q_target = self.target(b["next_obs"])
+            # double-Q: the online net chooses, the target net evaluates
+            chooser = self.online(b["next_obs"]) if self.cfg.learn.double_q else next_q_target
+            next_mask = b.get("next_action_mask")
+            if next_mask is not None:  # choose among the next state's valid actions only
+                chooser = chooser.masked_fill(~next_mask.bool(), float("-inf"))
+            next_action = chooser.argmax(dim=1, keepdim=True)
+            next_value = next_q_target.gather(1, next_action).squeeze(1)
+            discount = td_discount(b, self.cfg.learn.gamma)
+            return b["reward"].float() + discount * next_value
+
+    def calculate_priority(self, data: Any, update_target_model: bool = False) -> Dict[str, Any]:
+        """|TD error| of transitions as they are collected, with the weights this process holds
+        (APE-X: collectors give new rows their priority). `data` is `ctx.trajectories` (a list
+        of steps, each a dict of [n_envs] arrays) or one batch of rows; `"priority"` is then a
+        list with one array per step, or one array. `update_target_model=True` first copies
+        the online network into the target (a collector's target network otherwise never
+        moves: only the learner trains)."""
+        steps = data if isinstance(data, (list, tuple)) else [data]
+        if not steps:
+            return {"priority": []}
+        sizes = [len(step["reward"]) for step in steps]
+        keys = [k for k in _LEARN_KEYS if k in steps[0] and k != "weight"]
+        batch = {k: _rows([step[k] for step in steps]) for k in keys}
+        check_td_batch(batch, "DQN calculate_priority")
+        if self.cfg.learn.nstep > 1 and "discount" not in batch:
+            raise KeyError(f"DQNPolicy.calculate_priority: policy.learn.nstep="
+                           f"{self.cfg.learn.nstep} but the transitions have no 'discount'; run "
+                           f"nstep_reward_enhancer(cfg) before priority_calculator")
+        with self._lock:
+            if update_target_model:
+                hard_update(self.target, self.online)
+            b = to_torch(batch, self.device)
+            td_target = self._td_target(b)
+            with torch.no_grad():
+                action = b["action"].long().reshape(-1, 1) - self.action_offset
+                q = self.online(b["obs"]).gather(1, action).squeeze(1)
+        priority = (q - td_target).abs().cpu().numpy()
+        if not isinstance(data, (list, tuple)):
+            return {"priority": priority}
+        return {"priority": np.split(priority, np.cumsum(sizes)[:-1])}
 
     def _regulariser(self, b: Mapping[str, torch.Tensor], q_all: torch.Tensor,
                      q: torch.Tensor) -> Tuple[Optional[torch.Tensor], Dict[str, torch.Tensor]]:
