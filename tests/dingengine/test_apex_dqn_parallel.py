@@ -4,9 +4,8 @@ trains, collectors collect, the evaluator evaluates and saves) and `apex_dqn_par
 evaluator process and a collector on `parallel.launch(..., backend="local")`.
 
 Besides the imports and the construction of the config, envs, model and buffer,
-`apex_dqn_parallel.py` loses three things that rlpipe refuses (each in one line): the
-`enable_field=[...]` argument of `DQNPolicy` (a policy always has its three faces), the
-unused `FileModelLoader` (weights travel through the run's hub) and the learner's
+`apex_dqn_parallel.py` loses two things that rlpipe does not have: the unused
+`FileModelLoader` (weights travel through the run's hub) and the learner's
 `PeriodicalModelExchanger(mode="send")` (its `ModelExchanger(model)` already sends the weights
 after every iteration)."""
 import logging
@@ -194,6 +193,8 @@ def test_what_apex_dqn_parallel_builds_that_rlpipe_refuses_is_one_line_each(dqn)
     model = torch.nn.Linear(4, 2)
     with pytest.raises(ValueError, match="keep task.use\\(ModelExchanger\\(model\\)\\)"):
         PeriodicalModelExchanger(model=model, mode="send")
-    with pytest.raises(TypeError, match="enable_field"):
-        DQNPolicy(dqn.cfg.policy, model=QNetwork(dqn.collector_env.observation_space, 2),
-                  enable_field=["learn"])
+    learner = DQNPolicy(dqn.cfg.policy, model=QNetwork(dqn.collector_env.observation_space, 2),
+                        enable_field=["learn"])  # accepted: the learner's policy learns only
+    assert learner.learn_mode is not None
+    with pytest.raises(AttributeError, match="enable_field"):
+        learner.collect_mode
