@@ -1,6 +1,6 @@
 """The shared learn-step pieces in rlpipe/policies/_common.py agree bit for bit with the plain
 torch they stand for: gradient clipping with torch.nn.utils.clip_grad_norm_, the bootstrap
-weight with gamma · (1 − terminated)."""
+weight with gamma · (1 − terminated), a gradient step with zero_grad, backward and clipping."""
 import math
 
 import numpy as np
@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from rlpipe.policies._common import clip_grad_norm, td_discount
+from rlpipe.policies._common import clip_grad_norm, grad_step, td_discount
 
 
 def net_with_grads(seed, scale, dtype=torch.float32):
@@ -61,3 +61,25 @@ def test_td_discount_is_gamma_times_not_terminated(gamma):
     discount = torch.full((3,), 0.25, dtype=torch.float64)
     assert torch.equal(td_discount({"terminated": terminated[:3], "discount": discount}, gamma),
                        discount.float())
+
+
+def test_grad_step_starts_from_no_gradients_like_zero_grad():
+    """Two steps in a row: the second's gradients are its loss's alone (nothing accumulates),
+    equal to torch's zero_grad + backward + clip_grad_norm_; a parameter the loss does not
+    reach has no gradient after it, as zero_grad(set_to_none=True) leaves it."""
+    ours, theirs = net_with_grads(3, 5.0), net_with_grads(3, 5.0)
+    opt_ours, opt_theirs = torch.optim.Adam(ours, lr=0.1), torch.optim.Adam(theirs, lr=0.1)
+    x = torch.randn(9, 5)
+    for params, opt in ((ours, opt_ours), (theirs, opt_theirs)):
+        params[-1].grad = torch.ones(4)  # stale: the step must drop it
+    for step in range(2):
+        norm = grad_step(opt_ours, nn.functional.linear(x, ours[0], ours[1]).square().mean(),
+                         ours, 0.5, norm=True)
+        opt_theirs.zero_grad(set_to_none=True)
+        nn.functional.linear(x, theirs[0], theirs[1]).square().mean().backward()
+        assert torch.equal(norm, nn.utils.clip_grad_norm_(theirs, 0.5)), step
+        assert [g is None for g in grads(ours)] == [False, False, True, True, True], step
+        for a, b in zip(grads(ours), grads(theirs)):
+            assert (a is None and b is None) or torch.equal(a, b)
+        opt_ours.step()
+        opt_theirs.step()
