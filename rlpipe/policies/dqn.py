@@ -43,6 +43,7 @@ __all__ = ["DQNPolicy"]
 _LEARN_KEYS = ("obs", "action", "reward", "next_obs", "terminated", "discount", "weight",
                "action_mask", "next_action_mask")
 _MODULES = ("online", "target", "acting")  # the networks a checkpoint holds
+_STAT_NAMES = ("loss", "q_mean", "target_mean", "td_abs_mean", "grad_norm")  # learn's statistics
 
 
 def _rows(values: list) -> Any:
@@ -132,6 +133,7 @@ class DQNPolicy(Policy):
         self.acting = copy.deepcopy(self.online).to(self.collect_device).requires_grad_(False)
         self._params = list(self.online.parameters())
         self.optimizer = adam(self._params, c.learn.lr, self.device)
+        self._td_loss = F.smooth_l1_loss if c.learn.huber else F.mse_loss
         self._rng = numpy_rng(c.seed)
         self._lock = threading.Lock()  # a learn step's weight update vs refresh / eval / state
 
@@ -230,17 +232,26 @@ class DQNPolicy(Policy):
             raise KeyError(f"policy.learn.nstep={c.nstep} but the batch has no 'discount' key; "
                            "feed n-step transitions (rlpipe.data.NStepAccumulator) or set nstep=1.")
         b = to_torch({k: batch[k] for k in _LEARN_KEYS if k in batch}, self.device)
-        action = b["action"].long().reshape(-1, 1) - self.action_offset
+        # A small network's update is dominated by per-op dispatch, so ops that would not change
+        # a value are skipped: the cast of int64 actions, the shift of actions starting at 0.
+        action = b["action"]
+        if action.dtype != torch.int64:
+            action = action.long()
+        action = action.reshape(-1, 1)
+        if self.action_offset:
+            action = action - self.action_offset
+
         td_target = self._td_target(b)
 
         q_all = self.online(b["obs"])  # Q(obs, ·)
         q = q_all.gather(1, action).squeeze(1)
-        if c.huber:
-            elementwise = F.smooth_l1_loss(q, td_target, reduction="none")
-        else:
-            elementwise = F.mse_loss(q, td_target, reduction="none")
         weight = b.get("weight")  # prioritised replay: importance-sampling weights
-        loss = (elementwise * weight.float()).mean() if weight is not None else elementwise.mean()
+        if weight is None:
+            # the loss op's own mean: the same value and gradient as the elementwise loss's
+            # mean, without a separate mean op in the forward and backward passes
+            loss = self._td_loss(q, td_target)
+        else:
+            loss = (self._td_loss(q, td_target, reduction="none") * weight.float()).mean()
         extra_loss, extra_stats = self._regulariser(b, q_all, q)
         if extra_loss is not None:
             loss = loss + extra_loss
@@ -254,16 +265,19 @@ class DQNPolicy(Policy):
             elif self.train_iter % c.target_update_freq == 0:
                 hard_update(self.target, self.online)
 
-        td_error = (q - td_target).detach()
-        values = torch.stack([loss.detach(), q.detach().mean(), td_target.mean(),
-                              td_error.abs().mean(), grad_norm.detach().float()]).tolist()
-        names = ("loss", "q_mean", "target_mean", "td_abs_mean", "grad_norm")
+        # The statistics from detached q (td_target and grad_norm carry no graph), read back
+        # in one stack: one device-to-host copy per update.
+        q = q.detach()
+        td_abs = (q - td_target).abs()
+        values = torch.stack([loss.detach(), q.mean(), td_target.mean(), td_abs.mean(),
+                              grad_norm.float()]).tolist()
+        names = _STAT_NAMES
         if extra_stats:
             values += torch.stack([v.detach().float() for v in extra_stats.values()]).tolist()
             names += tuple(extra_stats)
         stats: Dict[str, Any] = dict(zip(names, values))
         if weight is not None:
-            stats["priority"] = td_error.abs().cpu().numpy()
+            stats["priority"] = td_abs.cpu().numpy()
         return stats
 
     def _td_target(self, b: Mapping[str, torch.Tensor]) -> torch.Tensor:

@@ -1,0 +1,85 @@
+"""The shared learn-step pieces in rlpipe/policies/_common.py agree bit for bit with the plain
+torch they stand for: gradient clipping with torch.nn.utils.clip_grad_norm_, the bootstrap
+weight with gamma · (1 − terminated), a gradient step with zero_grad, backward and clipping."""
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from rlpipe.policies._common import clip_grad_norm, grad_step, td_discount
+
+
+def net_with_grads(seed, scale, dtype=torch.float32):
+    """A small MLP (and a parameter left without a gradient) after one backward pass."""
+    torch.manual_seed(seed)
+    net = nn.Sequential(nn.Linear(5, 32), nn.ReLU(), nn.Linear(32, 3)).to(dtype)
+    unused = nn.Parameter(torch.ones(4, dtype=dtype))
+    (net(torch.randn(17, 5, dtype=dtype)) * scale).square().mean().backward()
+    return [*net.parameters(), unused]
+
+
+def grads(params):
+    return [None if p.grad is None else p.grad.clone() for p in params]
+
+
+@pytest.mark.parametrize("max_norm", [1e-3, 0.5, 10, 1e6, None])
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 1e3])
+def test_clip_grad_norm_matches_torch_bit_for_bit(max_norm, scale):
+    ours, theirs = net_with_grads(0, scale), net_with_grads(0, scale)
+    total = clip_grad_norm(ours, max_norm)
+    expected = nn.utils.clip_grad_norm_(theirs, math.inf if max_norm is None else max_norm)
+    assert total.dtype == expected.dtype and torch.equal(total, expected)
+    for a, b in zip(grads(ours), grads(theirs)):
+        assert (a is None and b is None) or torch.equal(a, b)
+    if max_norm is not None and expected > max_norm:  # it clipped: the norm is now max_norm
+        assert nn.utils.get_total_norm([p.grad for p in ours if p.grad is not None]) == \
+            pytest.approx(max_norm, rel=1e-4)
+
+
+def test_clip_grad_norm_with_mixed_dtypes_or_no_gradients_is_torchs():
+    mixed = net_with_grads(1, 10.0) + net_with_grads(2, 10.0, torch.float64)
+    reference = net_with_grads(1, 10.0) + net_with_grads(2, 10.0, torch.float64)
+    assert torch.equal(clip_grad_norm(mixed, 0.1), nn.utils.clip_grad_norm_(reference, 0.1))
+    for a, b in zip(grads(mixed), grads(reference)):
+        assert (a is None and b is None) or torch.equal(a, b)
+    bare = [nn.Parameter(torch.ones(3))]
+    assert torch.equal(clip_grad_norm(bare, 1.0), nn.utils.clip_grad_norm_(bare, 1.0))
+
+
+@pytest.mark.parametrize("gamma", [0.99, 0.997, 0.5, 1.0, 0.123456789])
+def test_td_discount_is_gamma_times_not_terminated(gamma):
+    rng = np.random.default_rng(0)
+    terminated = torch.from_numpy(rng.random(257) < 0.3)
+    expected = gamma * (1.0 - terminated.float())
+    got = td_discount({"terminated": terminated}, gamma)
+    assert got.dtype == torch.float32 and torch.equal(got, expected)
+    assert torch.equal(got[terminated], torch.zeros(int(terminated.sum())))
+    as_float = td_discount({"terminated": terminated.float() * 0.5}, gamma)  # not flags: the formula
+    assert torch.equal(as_float, gamma * (1.0 - 0.5 * terminated.float()))
+    discount = torch.full((3,), 0.25, dtype=torch.float64)
+    assert torch.equal(td_discount({"terminated": terminated[:3], "discount": discount}, gamma),
+                       discount.float())
+
+
+def test_grad_step_starts_from_no_gradients_like_zero_grad():
+    """Two steps in a row: the second's gradients are its loss's alone (nothing accumulates),
+    equal to torch's zero_grad + backward + clip_grad_norm_; a parameter the loss does not
+    reach has no gradient after it, as zero_grad(set_to_none=True) leaves it."""
+    ours, theirs = net_with_grads(3, 5.0), net_with_grads(3, 5.0)
+    opt_ours, opt_theirs = torch.optim.Adam(ours, lr=0.1), torch.optim.Adam(theirs, lr=0.1)
+    x = torch.randn(9, 5)
+    for params, opt in ((ours, opt_ours), (theirs, opt_theirs)):
+        params[-1].grad = torch.ones(4)  # stale: the step must drop it
+    for step in range(2):
+        norm = grad_step(opt_ours, nn.functional.linear(x, ours[0], ours[1]).square().mean(),
+                         ours, 0.5, norm=True)
+        opt_theirs.zero_grad(set_to_none=True)
+        nn.functional.linear(x, theirs[0], theirs[1]).square().mean().backward()
+        assert torch.equal(norm, nn.utils.clip_grad_norm_(theirs, 0.5)), step
+        assert [g is None for g in grads(ours)] == [False, False, True, True, True], step
+        for a, b in zip(grads(ours), grads(theirs)):
+            assert (a is None and b is None) or torch.equal(a, b)
+        opt_ours.step()
+        opt_theirs.step()
