@@ -139,4 +139,19 @@ def grad_step(optimizer: torch.optim.Optimizer, loss: torch.Tensor, params: List
     loss.backward()
     if max_norm is None and not norm:
         return None
-    return torch.nn.utils.clip_grad_norm_(params, math.inf if max_norm is None else max_norm)
+    return clip_grad_norm(params, math.inf if max_norm is None else max_norm)
+
+
+@torch.no_grad()
+def clip_grad_norm(params: List[torch.Tensor], max_norm: float) -> torch.Tensor:
+    """torch.nn.utils.clip_grad_norm_ (2-norm) for parameters on one device and of one dtype,
+    with the same operations, so the same result to the bit: the norm of the per-tensor norms,
+    and the gradients scaled by min(max_norm / (norm + 1e-6), 1). It skips torch's grouping of
+    the tensors by device and dtype, whose Python costs as much as the arithmetic for a small
+    network (one call per minibatch). Returns the norm before clipping."""
+    grads = [p.grad for p in params if p.grad is not None]
+    if not grads:
+        return torch.tensor(0.0)
+    total = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads, 2.0)), 2.0)
+    torch._foreach_mul_(grads, torch.clamp(max_norm / (total + 1e-6), max=1.0))
+    return total
