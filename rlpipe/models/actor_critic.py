@@ -144,8 +144,14 @@ class ActorCritic(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> Tuple[Distribution, torch.Tensor]:
         """(action distribution, value [B]) for a batch of observations."""
+        out, value = self.outputs(obs)
+        return head_distribution(out, self.discrete, self.multi, self.log_std), value
+
+    def outputs(self, obs: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """(the action head's output [B, out_dim], value [B]): what `forward` builds its
+        distribution from (logits for Discrete actions, the Gaussian's mean for Box ones)."""
         actor, critic = self._features(obs)
-        return self._dist(actor), self.value_head(critic).squeeze(-1)
+        return self.action_head(actor), self.value_head(critic).squeeze(-1)
 
     def dist(self, obs: torch.Tensor) -> Distribution:
         """The action distribution alone (`log_prob`/`entropy` are summed over action dims)."""
