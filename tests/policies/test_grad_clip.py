@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from rlpipe.policies._common import clip_grad_norm
+from rlpipe.policies._common import clip_grad_norm, grad_step
 
 
 def _params(seed: int, scale: float):
@@ -31,3 +31,16 @@ def test_clip_grad_norm_matches_torch_to_the_bit(max_norm, scale):
         assert (a.grad is None and b.grad is None) or torch.equal(a.grad, b.grad)
     clipped = math.sqrt(sum(float(p.grad.square().sum()) for p in ours if p.grad is not None))
     assert clipped == pytest.approx(min(float(norm), max_norm), rel=1e-5)
+
+
+def test_grad_step_starts_from_fresh_gradients_of_every_optimised_parameter():
+    net = torch.nn.Linear(3, 2)
+    extra = torch.nn.Parameter(torch.ones(2))  # optimised, but outside this loss
+    optimizer = torch.optim.Adam([*net.parameters(), extra])
+    extra.grad = torch.ones(2)
+    x = torch.ones(4, 3)
+    grad_step(optimizer, net(x).sum(), list(net.parameters()), None)
+    first = net.weight.grad.clone()
+    grad_step(optimizer, net(x).sum(), list(net.parameters()), None)
+    assert torch.equal(net.weight.grad, first)  # not accumulated over the two steps
+    assert extra.grad is None
