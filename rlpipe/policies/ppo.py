@@ -65,6 +65,15 @@ def _rows(tree: Any, rows: Any) -> Any:
     return {k: _rows(v, rows) for k, v in tree.items()}
 
 
+def _minibatches(tree: Any, size: int) -> List[Any]:
+    """Consecutive minibatches of `size` rows (the last may be smaller) of a tensor or a
+    (nested) dict of them: one `split` per tensor, each minibatch a view."""
+    if isinstance(tree, torch.Tensor):
+        return list(tree.split(size))
+    keys, parts = list(tree), [_minibatches(v, size) for v in tree.values()]
+    return [dict(zip(keys, rows)) for rows in zip(*parts)]
+
+
 class _PPOCollectFace(_CollectFace):
     """`policy.collect_mode` of PPO: also `value(obs) -> np.ndarray [B]` (V of the acting copy),
     which gae_estimator uses to bootstrap truncated episodes and the rollout's last step."""
@@ -322,10 +331,9 @@ class PPOPolicy(Policy):
         stats, n_updates = [], 0
         for _ in range(c.epoch_per_collect):
             order = torch.randperm(n, generator=self._learn_rng).to(self.device)
-            # one gather per key and epoch; the minibatches are then views (slices) of it
-            shuffled = _rows(b, order)
-            epoch = self._epoch_stats([self._update(_rows(shuffled, slice(i, i + c.batch_size)))
-                                       for i in range(0, n, c.batch_size)])
+            # one gather and one split per key and epoch; the minibatches are views of it
+            epoch = self._epoch_stats([self._update(mb) for mb in
+                                       _minibatches(_rows(b, order), c.batch_size)])
             stats.append(epoch)
             n_updates += epoch.shape[0]
             if c.target_kl is not None and epoch[:, 3].mean() > c.target_kl:
