@@ -354,7 +354,8 @@ class PPOPolicy(Policy):
         mask = mb.get("action_mask")
         if self.discrete:
             logits, value = self.model.outputs(mb["obs"])
-            log_pi = torch.log_softmax(masked_logits(logits, mask), -1)
+            log_pi = torch.log_softmax(masked_logits(logits, None if mask is None else mask.bool()),
+                                       -1)
             new_logp = categorical_log_prob(log_pi, mb["action"])
             entropy = categorical_entropy(log_pi) if c.entropy_coef else None
         else:
