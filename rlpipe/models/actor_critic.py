@@ -12,7 +12,7 @@ from torch.distributions import Categorical, Distribution, Independent, Normal
 
 from ._errors import UnsupportedSpaceError
 from .distributions import ActionHead, action_distribution
-from .encoder import GivenEncoder, build_encoder
+from .encoder import GivenEncoder, build_encoder, shares_features
 
 
 class RunningNorm(nn.Module):
@@ -147,12 +147,22 @@ class ActorCritic(nn.Module):
                 _init_linear(module, math.sqrt(2.0))
         _init_linear(self.action_head, 0.01)
         _init_linear(self.value_head, 1.0)
+        # separate encoders whose input stages hold no weights (parts read flat or one-hot):
+        # their MLPs read the same features, computed once per batch
+        self.shared_features = (self.critic_encoder is not None
+                                and shares_features(self.actor_encoder, self.critic_encoder))
 
     def _features(self, obs: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        # the encoders' and heads' forward are called directly, not through Module.__call__:
+        # this runs once per env step while acting, where the call overhead outweighs a small
+        # network's arithmetic (hooks on those submodules are not run; hooks on self are)
         if self.obs_norm is not None:
             obs = self.obs_norm(obs)
-        actor = self.actor_encoder(obs)
-        critic = actor if self.critic_encoder is None else self.critic_encoder(obs)
+        if self.shared_features:
+            x = self.actor_encoder.features(obs)
+            return self.actor_encoder.head(x), self.critic_encoder.head(x)
+        actor = self.actor_encoder.forward(obs)
+        critic = actor if self.critic_encoder is None else self.critic_encoder.forward(obs)
         return actor, critic
 
     def _dist(self, features: torch.Tensor) -> Distribution:
@@ -161,8 +171,14 @@ class ActorCritic(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> Tuple[Distribution, torch.Tensor]:
         """(action distribution, value [B]) for a batch of observations."""
+        out, value = self.outputs(obs)
+        return head_distribution(out, self.discrete, self.multi, self.log_std), value
+
+    def outputs(self, obs: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """(the action head's output [B, out_dim], value [B]): what `forward` builds its
+        distribution from (logits for Discrete actions, the Gaussian's mean for Box ones)."""
         actor, critic = self._features(obs)
-        return self._dist(actor), self.value_head(critic).squeeze(-1)
+        return self.action_head.forward(actor), self.value_head.forward(critic).squeeze(-1)
 
     def dist(self, obs: torch.Tensor) -> Distribution:
         """The action distribution alone (`log_prob`/`entropy` are summed over action dims)."""

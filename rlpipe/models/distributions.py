@@ -26,7 +26,19 @@ from torch.distributions import Bernoulli, Categorical, Distribution
 from ._errors import UnsupportedSpaceError
 
 __all__ = ["ActionHead", "MultiBernoulli", "MultiCategorical", "action_distribution",
-           "sample_categorical"]
+           "categorical_entropy", "categorical_log_prob", "sample_categorical"]
+
+
+def categorical_log_prob(log_pi: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+    """log π(a) of each row from its log-probabilities `log_pi` [B, n] (log_softmax of the
+    logits) and the action indices [B] → [B]; Categorical.log_prob without the object."""
+    return log_pi.gather(-1, action.unsqueeze(-1)).squeeze(-1)
+
+
+def categorical_entropy(log_pi: torch.Tensor) -> torch.Tensor:
+    """−Σ π log π of each row of log-probabilities `log_pi` [..., n] → [...]. A masked action
+    (log-probability about −1e8, probability 0) adds 0, never NaN."""
+    return -(log_pi.exp() * log_pi).sum(-1)
 
 
 def sample_categorical(dist: Categorical, generator: torch.Generator) -> torch.Tensor:

@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from ._errors import ObservationShapeError, UnsupportedSpaceError
-from ._parts import KINDS, build_part, channels_last, default_kind
+from ._parts import KINDS, CategoricalPart, FlatPart, build_part, channels_last, default_kind
 from .conv import ConvTrunk
 from .mlp import MLP
 
@@ -56,6 +56,10 @@ class Encoder(nn.Module):
         self.out_dim = out_dim
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(obs))
+
+    def features(self, obs: torch.Tensor) -> torch.Tensor:
+        """The input of the MLP: the trunk's output (images) or the observation, as float32."""
         if not isinstance(obs, torch.Tensor) or obs.shape[1:] != self.obs_shape:
             got = tuple(obs.shape) if isinstance(obs, torch.Tensor) else type(obs).__name__
             raise ObservationShapeError(
@@ -64,9 +68,15 @@ class Encoder(nn.Module):
                 "Check that the env and the policy use the same observation space, and pass "
                 "observations batched (one leading axis).")
         x = self.trunk(obs) if self.trunk is not None else obs
-        if x.dtype != torch.float32:
-            x = x.float()
-        return self.mlp(x) if self.mlp is not None else x
+        return x if x.dtype == torch.float32 else x.float()
+
+    def head(self, x: torch.Tensor) -> torch.Tensor:
+        """The MLP on `features(obs)` (the features themselves when there is none)."""
+        return self.mlp.forward(x) if self.mlp is not None else x
+
+    def input_stage(self) -> Tuple[nn.Module, ...]:
+        """The modules `features` runs (what `shares_features` compares)."""
+        return () if self.trunk is None else (self.trunk,)
 
 
 class MultiPartEncoder(nn.Module):
@@ -106,9 +116,44 @@ class MultiPartEncoder(nn.Module):
         return node
 
     def forward(self, obs: Any) -> torch.Tensor:
+        return self.head(self.features(obs))
+
+    def features(self, obs: Any) -> torch.Tensor:
+        """The input of the MLP: the parts' features concatenated [B, in_dim]."""
         feats = [part.forward(self._leaf(obs, path)) for path, part in self._steps]
-        x = feats[0] if len(feats) == 1 else torch.cat(feats, dim=-1)
-        return self.mlp(x) if self.mlp is not None else x
+        return feats[0] if len(feats) == 1 else torch.cat(feats, dim=-1)
+
+    def head(self, x: torch.Tensor) -> torch.Tensor:
+        """The MLP on `features(obs)` (the features themselves when there is none)."""
+        return self.mlp.forward(x) if self.mlp is not None else x
+
+    def input_stage(self) -> Tuple[nn.Module, ...]:
+        """The modules `features` runs (what `shares_features` compares)."""
+        return tuple(self.parts)
+
+
+def shares_features(a: nn.Module, b: nn.Module) -> bool:
+    """Whether encoders `a` and `b` compute the same `features` of every observation, so that
+    one call serves both (an actor's and a critic's encoder built alike): the same kind of
+    encoder, whose input stages are rlpipe's fixed parts (read flat, one-hot; no trunk) with
+    equal buffers (one-hot tables, scales). A trained stage (conv trunk, embeddings) differs
+    between the two, and a user's part ("module:function") is not assumed to be a function."""
+    if type(a) is not type(b) or not isinstance(a, (Encoder, MultiPartEncoder)):
+        return False
+    if isinstance(a, Encoder) and (a.trunk is not None or b.trunk is not None):
+        return False
+    stages_a, stages_b = a.input_stage(), b.input_stage()
+    if len(stages_a) != len(stages_b) or getattr(a, "paths", None) != getattr(b, "paths", None):
+        return False
+    for x, y in zip(stages_a, stages_b):
+        if (type(x) is not type(y) or not isinstance(x, (FlatPart, CategoricalPart))
+                or any(True for _ in x.parameters()) or any(True for _ in y.parameters())):
+            return False
+        bx, by = list(x.buffers()), list(y.buffers())
+        if len(bx) != len(by) or not all(u.shape == v.shape and torch.equal(u, v)
+                                          for u, v in zip(bx, by)):
+            return False
+    return True
 
 
 def structured(obs: Any, space: gym.Space) -> Any:
@@ -294,5 +339,5 @@ def _box_encoder(obs_space: gym.spaces.Box, hidden: Tuple[int, ...],
     return Encoder(obs_space, trunk, mlp, hidden[-1])
 
 
-__all__ = ["Encoder", "GivenEncoder", "MultiPartEncoder", "build_encoder", "KINDS", "ConvTrunk",
-           "channels_last"]
+__all__ = ["Encoder", "GivenEncoder", "MultiPartEncoder", "build_encoder", "shares_features",
+           "KINDS", "ConvTrunk", "channels_last"]

@@ -1,7 +1,13 @@
 """The clipped-objective PPO loss (Schulman et al. 2017), shared by PPO, LSTM-PPO and MAPPO/IPPO;
 see ppo.py's docstring for the formulas. `mask` (bool, the shape of `logp`) leaves rows out of
 every mean and of the ratio: padded steps of a sequence minibatch, absent agents of a multi-agent
-one."""
+one.
+
+`ppo_terms` takes a distribution; `clipped_terms` takes the new log-probabilities and entropies
+themselves, so that a policy with a Categorical head can compute them from the logits without a
+distribution object, and it can leave the statistics that need no gradient (approx-KL, clip
+fraction, and the entropy when it has no weight in the loss) to be computed once per epoch from
+the stacked `log_ratio`s (`ratio_stats`)."""
 from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple, Optional, Tuple
@@ -14,9 +20,10 @@ class PPOTerms(NamedTuple):
     loss: torch.Tensor
     policy_loss: torch.Tensor
     value_loss: torch.Tensor
-    entropy: torch.Tensor
-    approx_kl: torch.Tensor
-    clip_frac: torch.Tensor
+    entropy: Optional[torch.Tensor]  # None when clipped_terms was given none
+    approx_kl: Optional[torch.Tensor]  # None with stats=False
+    clip_frac: Optional[torch.Tensor]  # None with stats=False
+    log_ratio: torch.Tensor  # log π(a|s) − logp per row, detached (0 where mask is False)
 
 
 def mean_over(mask: Optional[torch.Tensor],
@@ -48,7 +55,23 @@ def ppo_terms(c: Any, dist: Distribution, value: torch.Tensor, action: torch.Ten
     (MAPPO: Huber); `unbiased_adv_std` normalises advantages by the sample std (n − 1), else by
     the population std (n). With a mask, nothing is read back to the host: the count of rows
     stays a tensor."""
-    log_ratio = dist.log_prob(action) - logp
+    return clipped_terms(c, dist.log_prob(action), dist.entropy(), value, logp, adv, ret,
+                         old_value, mask, value_err=value_err, unbiased_adv_std=unbiased_adv_std)
+
+
+def clipped_terms(c: Any, new_logp: torch.Tensor, entropy: Optional[torch.Tensor],
+                  value: torch.Tensor, logp: torch.Tensor, adv: torch.Tensor, ret: torch.Tensor,
+                  old_value: Optional[torch.Tensor] = None,
+                  mask: Optional[torch.Tensor] = None, *,
+                  value_err: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = half_square,
+                  unbiased_adv_std: bool = True, stats: bool = True) -> PPOTerms:
+    """`ppo_terms` from log π(a|s) per row (`new_logp`) and the entropy per row (`entropy`; None
+    leaves it out of the loss, which c.entropy_coef must then be 0 for). With `stats=False`
+    approx_kl and clip_frac are None: `ratio_stats(terms.log_ratio)` gives them later."""
+    if entropy is None and c.entropy_coef:
+        raise ValueError(f"clipped_terms: policy.learn.entropy_coef={c.entropy_coef} weighs the "
+                         "entropy in the loss, but no entropy was given; pass the per-row entropy")
+    log_ratio = new_logp - logp
     if mask is not None:  # a left-out row has ratio 1: its log-prob can never overflow the exp
         log_ratio = torch.where(mask, log_ratio, 0.0)
     ratio = log_ratio.exp()
@@ -75,10 +98,26 @@ def ppo_terms(c: Any, dist: Distribution, value: torch.Tensor, action: torch.Ten
         old = old_value.float()
         err = torch.max(err, value_err(old + (value - old).clamp(-c.value_clip, c.value_clip), ret))
     value_loss = mean(err)
-    entropy = mean(dist.entropy())
-    loss = policy_loss + c.value_coef * value_loss - c.entropy_coef * entropy
-    with torch.no_grad():
-        excess = ratio - 1.0
-        approx_kl = mean(excess - log_ratio)  # Schulman's low-variance one
-        clip_frac = mean((excess.abs() > c.clip_ratio).float())
-    return PPOTerms(loss, policy_loss, value_loss, entropy, approx_kl, clip_frac)
+    loss = policy_loss + c.value_coef * value_loss
+    if entropy is not None:
+        entropy = mean(entropy)
+        loss = loss - c.entropy_coef * entropy
+    log_ratio = log_ratio.detach()
+    approx_kl = clip_frac = None
+    if stats:
+        approx_kl, clip_frac = ratio_stats(log_ratio, c.clip_ratio, mask)
+    return PPOTerms(loss, policy_loss, value_loss, entropy, approx_kl, clip_frac, log_ratio)
+
+
+@torch.no_grad()
+def ratio_stats(log_ratio: torch.Tensor, clip_ratio: float, mask: Optional[torch.Tensor] = None,
+                dim: Optional[int] = None) -> "tuple[torch.Tensor, torch.Tensor]":
+    """(approx-KL, clip fraction) of the log-ratios: means of (ratio − 1) − log ratio (Schulman's
+    low-variance estimate) and of |ratio − 1| > clip_ratio; over every row (those of `mask`),
+    or along `dim` (e.g. dim=1 of [minibatches, rows] for one value per minibatch)."""
+    excess = log_ratio.exp() - 1.0
+    kl, clipped = excess - log_ratio, (excess.abs() > clip_ratio).float()
+    if dim is not None:
+        return kl.mean(dim), clipped.mean(dim)
+    mean, _ = mean_over(mask, kl.dtype)
+    return mean(kl), mean(clipped)

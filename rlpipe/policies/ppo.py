@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from typing import Any, Dict, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -36,11 +36,12 @@ from torch import nn
 
 from rlpipe.data import to_torch
 from rlpipe.models import ActorCritic, batch_rows, obs_as_tensor
+from rlpipe.models.distributions import categorical_entropy, categorical_log_prob
 from rlpipe.schema import key
 
 from ._common import adam, clone_state, grad_step, hard_update, model_spaces, resolve_device
-from ._masks import masked_categorical, masked_mode, policy_mask
-from ._ppo_loss import PPOTerms, ppo_terms
+from ._masks import masked_categorical, masked_logits, masked_mode, policy_mask
+from ._ppo_loss import PPOTerms, clipped_terms, ratio_stats
 from .base import Policy, _CollectFace
 
 __all__ = ["PPOPolicy"]
@@ -49,11 +50,28 @@ _ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU}
 _STATS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_frac", "grad_norm")
 
 
+class _Step(NamedTuple):
+    """What one minibatch step leaves for the epoch's statistics (all detached)."""
+
+    losses: torch.Tensor  # [policy_loss, value_loss, grad_norm]
+    log_ratio: torch.Tensor  # [rows]
+    entropy: torch.Tensor  # [rows], or a Categorical's log-probabilities [rows, n] to take it of
+
+
 def _rows(tree: Any, rows: Any) -> Any:
     """`tree[rows]` for a tensor, or the same rows of every tensor of a (nested) dict."""
     if isinstance(tree, torch.Tensor):
         return tree[rows]
     return {k: _rows(v, rows) for k, v in tree.items()}
+
+
+def _minibatches(tree: Any, size: int) -> List[Any]:
+    """Consecutive minibatches of `size` rows (the last may be smaller) of a tensor or a
+    (nested) dict of them: one `split` per tensor, each minibatch a view."""
+    if isinstance(tree, torch.Tensor):
+        return list(tree.split(size))
+    keys, parts = list(tree), [_minibatches(v, size) for v in tree.values()]
+    return [dict(zip(keys, rows)) for rows in zip(*parts)]
 
 
 class _PPOCollectFace(_CollectFace):
@@ -201,8 +219,14 @@ class PPOPolicy(Policy):
         mask = policy_mask(self.action_space, action_mask, batch_rows(obs), "PPO collect",
                            self.collect_device)
         with torch.inference_mode():
-            dist, value = self.acting(obs_t)
-            raw, logp = self._sample(masked_categorical(dist, mask))
+            if self.discrete:  # from the logits, with no distribution object (as in learning)
+                logits, value = self.acting.outputs(obs_t)
+                log_pi = torch.log_softmax(masked_logits(logits, mask), -1)
+                raw = torch.multinomial(log_pi.exp(), 1, generator=self._collect_rng).squeeze(1)
+                logp = categorical_log_prob(log_pi, raw)
+            else:
+                dist, value = self.acting(obs_t)
+                raw, logp = self._sample(masked_categorical(dist, mask))
         return self._collect_output(raw.cpu().numpy(), logp, value)
 
     def _sample(self, dist: Any) -> Any:
@@ -308,40 +332,81 @@ class PPOPolicy(Policy):
         stats, n_updates = [], 0
         for _ in range(c.epoch_per_collect):
             order = torch.randperm(n, generator=self._learn_rng).to(self.device)
-            # one gather per key and epoch; the minibatches are then views (slices) of it
-            shuffled = _rows(b, order)
-            epoch = [self._update(_rows(shuffled, slice(i, i + c.batch_size)))
-                     for i in range(0, n, c.batch_size)]
-            stats += epoch
-            n_updates += len(epoch)
-            if c.target_kl is not None and torch.stack(epoch)[:, 3].mean() > c.target_kl:
+            # one gather and one split per key and epoch; the minibatches are views of it
+            epoch = self._epoch_stats([self._update(mb) for mb in
+                                       _minibatches(_rows(b, order), c.batch_size)])
+            stats.append(epoch)
+            n_updates += epoch.shape[0]
+            if c.target_kl is not None and epoch[:, 3].mean() > c.target_kl:
                 break
         self.learned_env_steps += n
         if self.model.obs_norm is not None:  # the next rollout is collected with the new stats
             with self._lock:
                 self.model.obs_norm.update(b["obs"])
-        out: Dict[str, Any] = dict(zip(_STATS, torch.stack(stats).mean(0).tolist()))
+        out: Dict[str, Any] = dict(zip(_STATS, torch.cat(stats).mean(0).tolist()))
         out.update(lr=lr, n_updates=n_updates)
         return out
 
-    def _update(self, mb: Dict[str, Any]) -> torch.Tensor:
-        """One gradient step on the minibatch `mb` (its action in network units)."""
-        dist, value = self.model(mb["obs"])
-        if "action_mask" in mb:  # the same masked π that acted: in log π(a|s) and the entropy
-            dist = masked_categorical(dist, mb["action_mask"])
-        old = mb["value"] if self.cfg.learn.value_clip is not None else None
-        return self._optimise(ppo_terms(self.cfg.learn, dist, value, mb["action"], mb["logp"],
-                                        mb["adv"], mb["return"], old))
+    def _update(self, mb: Dict[str, Any]) -> _Step:
+        """One gradient step on the minibatch `mb` (its action in network units). A Categorical
+        head's log-probabilities come from log_softmax of the logits, with no distribution
+        object; the entropy joins the graph only when it has a weight in the loss."""
+        c = self.cfg.learn
+        mask = mb.get("action_mask")
+        if self.discrete:
+            logits, value = self.model.outputs(mb["obs"])
+            log_pi = torch.log_softmax(masked_logits(logits, None if mask is None else mask.bool()),
+                                       -1)
+            new_logp = categorical_log_prob(log_pi, mb["action"])
+            entropy = categorical_entropy(log_pi) if c.entropy_coef else None
+        else:
+            dist, value = self.model(mb["obs"])
+            if mask is not None:  # the same masked π that acted: in log π(a|s) and the entropy
+                dist = masked_categorical(dist, mask)
+            new_logp, entropy = dist.log_prob(mb["action"]), dist.entropy()
+        old = mb["value"] if c.value_clip is not None else None
+        terms = clipped_terms(c, new_logp, entropy, value, mb["logp"], mb["adv"], mb["return"],
+                              old, stats=False)
+        grad_norm = self._step(terms.loss)
+        return _Step(torch.stack([terms.policy_loss, terms.value_loss, grad_norm]).detach(),
+                     terms.log_ratio,
+                     log_pi.detach() if entropy is None else entropy.detach())
 
-    def _optimise(self, terms: PPOTerms) -> torch.Tensor:
-        """One gradient step on `terms.loss`; the statistics of _STATS as one tensor."""
-        grad_norm = grad_step(self.optimizer, terms.loss, self._params, self.cfg.learn.grad_clip,
+    def _step(self, loss: torch.Tensor) -> torch.Tensor:
+        """One gradient step on `loss`; the (pre-clipping) gradient norm."""
+        grad_norm = grad_step(self.optimizer, loss, self._params, self.cfg.learn.grad_clip,
                               norm=True)
         with self._lock:
             self.optimizer.step()
             self.train_iter += 1
+        return grad_norm
+
+    def _optimise(self, terms: PPOTerms) -> torch.Tensor:
+        """One gradient step on `terms.loss`; the statistics of _STATS as one tensor (LSTM-PPO's
+        update, whose terms carry their statistics)."""
+        grad_norm = self._step(terms.loss)
         return torch.stack([terms.policy_loss, terms.value_loss, terms.entropy, terms.approx_kl,
                             terms.clip_frac, grad_norm.float()]).detach()
+
+    def _epoch_stats(self, steps: List[_Step]) -> torch.Tensor:
+        """The statistics of _STATS, one row per minibatch of the epoch [k, 6]: the losses and
+        grad norms as the steps recorded them; entropy, approx-KL and clip fraction as the mean
+        over each minibatch's rows, computed here once for the whole epoch."""
+        sizes = [int(s.log_ratio.shape[0]) for s in steps]
+        entropy = torch.cat([s.entropy for s in steps])
+        if entropy.dim() == 2:  # log-probabilities of a Categorical: the entropy of each row
+            entropy = categorical_entropy(entropy)
+        log_ratio = torch.cat([s.log_ratio for s in steps])
+        if len(set(sizes)) == 1:  # equal minibatches: one mean along rows of a [k, size] view
+            k = len(sizes)
+            ent = entropy.view(k, -1).mean(1)
+            kl, clip = ratio_stats(log_ratio.view(k, -1), self.cfg.learn.clip_ratio, dim=1)
+        else:
+            ent = torch.stack([e.mean() for e in entropy.split(sizes)])
+            kl, clip = (torch.stack(x) for x in zip(*(
+                ratio_stats(r, self.cfg.learn.clip_ratio) for r in log_ratio.split(sizes))))
+        losses = torch.stack([s.losses for s in steps])
+        return torch.stack([losses[:, 0], losses[:, 1], ent, kl, clip, losses[:, 2].float()], 1)
 
     # --- state -----------------------------------------------------------------------------------
     def state_dict(self) -> Dict[str, Any]:

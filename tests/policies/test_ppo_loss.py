@@ -1,12 +1,14 @@
-"""ppo_terms, the clipped-objective loss of PPO, LSTM-PPO and MAPPO: masked rows and the
-advantage normalisation."""
+"""ppo_terms, the clipped-objective loss of PPO, LSTM-PPO and MAPPO: masked rows, the
+advantage normalisation, the distribution-free form and the statistics of a whole epoch."""
 from __future__ import annotations
 
 import pytest
 import torch
 from easydict import EasyDict
+from torch.distributions import Categorical
 
-from rlpipe.policies._ppo_loss import ppo_terms
+from rlpipe.models.distributions import categorical_entropy, categorical_log_prob
+from rlpipe.policies._ppo_loss import clipped_terms, ppo_terms, ratio_stats
 
 CFG = EasyDict(clip_ratio=0.2, adv_norm=True, value_clip=0.2, value_coef=0.5, entropy_coef=0.01)
 
@@ -68,3 +70,50 @@ def test_advantages_are_normalised_by_the_sample_or_the_population_std():
         torch.testing.assert_close(a_norm.mean(), torch.tensor(0.0), atol=1e-5, rtol=0)
         torch.testing.assert_close(a_norm.std(unbiased=unbiased), torch.tensor(1.0), atol=1e-5, rtol=0)
         assert abs(a_norm.std(unbiased=not unbiased) - 1.0) > 0.03
+
+
+def test_log_softmax_log_probs_give_the_categorical_loss_and_gradient():
+    """PPO's Categorical path (log_softmax of the logits, gather, no distribution object) gives
+    ppo_terms' loss, statistics and logit gradient with torch's Categorical, to float rounding."""
+    g = torch.Generator().manual_seed(1)
+    logits = torch.randn(32, 5, generator=g)
+    action = torch.randint(0, 5, (32,), generator=g)
+    r = _rows(32, seed=2)
+    a = logits.clone().requires_grad_(True)
+    ref = ppo_terms(CFG, Categorical(logits=a), r["value"], action, r["logp"], r["adv"], r["ret"],
+                    r["old"])
+    ref.loss.backward()
+    b = logits.clone().requires_grad_(True)
+    log_pi = torch.log_softmax(b, -1)
+    lean = clipped_terms(CFG, categorical_log_prob(log_pi, action), categorical_entropy(log_pi),
+                         r["value"], r["logp"], r["adv"], r["ret"], r["old"])
+    lean.loss.backward()
+    for name in ("loss", "policy_loss", "value_loss", "entropy", "approx_kl", "clip_frac"):
+        torch.testing.assert_close(getattr(lean, name), getattr(ref, name))
+    torch.testing.assert_close(b.grad, a.grad)
+
+
+def test_without_an_entropy_the_loss_and_gradient_are_those_of_a_zero_entropy_weight():
+    r = _rows(16, seed=3)
+    cfg = EasyDict(CFG, entropy_coef=0.0)
+    grads = []
+    for entropy in (r["entropy"], None):
+        log_prob = r["log_prob"].clone().requires_grad_(True)
+        terms = clipped_terms(cfg, log_prob, entropy, r["value"], r["logp"], r["adv"], r["ret"],
+                              r["old"])
+        terms.loss.backward()
+        grads.append((terms.loss, log_prob.grad))
+    assert torch.equal(grads[0][0], grads[1][0]) and torch.equal(grads[0][1], grads[1][1])
+    with pytest.raises(ValueError, match="entropy_coef=0.01"):
+        clipped_terms(CFG, r["log_prob"], None, r["value"], r["logp"], r["adv"], r["ret"], r["old"])
+
+
+def test_ratio_stats_of_stacked_minibatches_are_each_minibatch_s_own():
+    """The epoch's approx-KL and clip fraction computed once from the stacked log-ratios [k,
+    rows] equal those ppo_terms computes minibatch by minibatch."""
+    per_minibatch = [_terms(_rows(8, seed=s))[0] for s in range(4)]
+    stacked = torch.stack([t.log_ratio for t in per_minibatch])
+    kl, clip = ratio_stats(stacked, CFG.clip_ratio, dim=1)
+    torch.testing.assert_close(kl, torch.stack([t.approx_kl for t in per_minibatch]))
+    torch.testing.assert_close(clip, torch.stack([t.clip_frac for t in per_minibatch]))
+    assert clip.gt(0).any() and clip.lt(1).any()  # the ratios straddle the clip range

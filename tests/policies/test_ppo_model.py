@@ -72,3 +72,24 @@ def test_obs_norm_is_part_of_the_state_dict():
     other.load_state_dict(net.state_dict())
     x = torch.randn(4, 3)
     torch.testing.assert_close(other.value(x), net.value(x))
+
+
+GRID = gym.spaces.Dict({"image": gym.spaces.Box(0, 10, (7, 7, 3), np.uint8),
+                        "direction": gym.spaces.Discrete(4)})
+
+
+@pytest.mark.parametrize("encoders, shared", [({"image": "mlp"}, True), ({"image": "conv"}, False),
+                                              ({"direction": "embed"}, False)])
+def test_actor_and_critic_read_features_computed_once_only_from_fixed_parts(encoders, shared):
+    """Separate actor and critic encoders whose parts hold no weights (a grid read flat, a
+    one-hot) share one computation of their input; the outputs are those of each encoder run
+    on its own, to the bit. A conv trunk or embeddings are trained per encoder: not shared."""
+    net = ActorCritic(GRID, gym.spaces.Discrete(7), hidden=(16, 16), encoders=encoders)
+    assert net.shared_features is shared
+    rng = np.random.default_rng(0)
+    obs = {"image": torch.as_tensor(rng.integers(0, 11, (5, 7, 7, 3), dtype=np.uint8)),
+           "direction": torch.as_tensor(rng.integers(0, 4, 5))}
+    logits, value = net.outputs(obs)
+    assert torch.equal(logits, net.action_head(net.actor_encoder(obs)))
+    assert torch.equal(value, net.value_head(net.critic_encoder(obs)).squeeze(-1))
+    assert not torch.equal(net.actor_encoder(obs), net.critic_encoder(obs))  # own MLPs
