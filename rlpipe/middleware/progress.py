@@ -283,6 +283,7 @@ class DriverProgress:
         self._options = (total_env_steps, desc, file, disable) if show_bar else None
         self._seen = 0  # sequence number of the last learner line printed
         self._last_env_step: Optional[int] = None
+        self._reported = False  # the learner has reported its env steps at least once
         self._closed = False
 
     @property
@@ -308,7 +309,11 @@ class DriverProgress:
             return
         if self._bar is None:
             self._bar = _make_bar(*self._options)
-        env_step = status.get("env_step", (state.get("counters") or {}).get("env_step"))
+        # the hub's counters hold the env steps the collectors sent, which run ahead of those
+        # the learner has taken in: they stand in only until the learner's first report
+        self._reported = self._reported or "env_step" in status
+        env_step = (status.get("env_step") if self._reported
+                    else (state.get("counters") or {}).get("env_step"))
         if env_step is None:
             return
         self._last_env_step = _draw(self._bar, self._last_env_step, int(env_step),

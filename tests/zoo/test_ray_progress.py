@@ -219,6 +219,17 @@ def test_the_driver_bar_is_made_at_the_first_look_and_off_without_a_terminal():
     forced.close()
 
 
+def test_after_the_learners_first_report_the_bar_never_counts_what_collectors_sent():
+    out = io.StringIO()
+    driver = DriverProgress(total_env_steps=3000, file=out, disable=False)
+    driver({"counters": {"env_step": 3072}, "status": {"env_step": 3072, "train_iter": 192}})
+    # a later look without the learner's status: the collectors' count is ahead (one batch
+    # the learner never took in), and the bar keeps the learner's figure
+    driver({"counters": {"env_step": 3328}, "status": {}})
+    driver.close()
+    assert "3072step" in out.getvalue() and "3328" not in out.getvalue()
+
+
 # ---- through the CLI, on Ray ---------------------------------------------------------------
 
 SMALL = ["policy.collect.random_collect_size=256", "replay.min_samples=256",
