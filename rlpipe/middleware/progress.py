@@ -94,8 +94,10 @@ def _draw(bar: Any, last_env_step: Optional[int], env_step: int, train_iter: int
     bar.set_postfix(postfix, refresh=False)
     if last_env_step is None:  # a resumed run starts where its counters are
         bar.n = bar.last_print_n = env_step
-    elif env_step > last_env_step:
-        bar.update(env_step - last_env_step)
+    elif env_step > bar.n:
+        bar.update(env_step - bar.n)
+    elif env_step < bar.n:  # a stand-in count that ran ahead (the driver's collectors' count)
+        bar.n = env_step
     return env_step
 
 

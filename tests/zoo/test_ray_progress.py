@@ -222,7 +222,11 @@ def test_the_driver_bar_is_made_at_the_first_look_and_off_without_a_terminal():
 def test_after_the_learners_first_report_the_bar_never_counts_what_collectors_sent():
     out = io.StringIO()
     driver = DriverProgress(total_env_steps=3000, file=out, disable=False)
-    driver({"counters": {"env_step": 3072}, "status": {"env_step": 3072, "train_iter": 192}})
+    driver({"counters": {"env_step": 0}, "status": {}})
+    driver({"counters": {"env_step": 512}, "status": {}})  # before the learner's first report
+    # its first report is behind what the collectors sent: the bar goes back to it, and on
+    driver({"counters": {"env_step": 2560}, "status": {"env_step": 256, "train_iter": 16}})
+    driver({"counters": {"env_step": 3328}, "status": {"env_step": 3072, "train_iter": 192}})
     # a later look without the learner's status: the collectors' count is ahead (one batch
     # the learner never took in), and the bar keeps the learner's figure
     driver({"counters": {"env_step": 3328}, "status": {}})
