@@ -5,6 +5,7 @@ no Ray). `dqn_dist.py` in its structure, one block per `task.router.node_id` wit
 buffer are rlpipe's; `parallel.launch(main, collectors=1, evaluator=True, backend="local")`
 replaces `ditask --parallel-workers 3`."""
 import logging
+import threading
 
 import gymnasium as gym
 import pytest
@@ -84,6 +85,9 @@ def dqn_dist_main(plain_cfg):
     return policy
 
 
+CAP_S = 300.0  # wall seconds; the run reaches stop_value in well under a minute
+
+
 def dist_cfg(entry, run_dir):
     cfg = tiny_cfg(entry, run_dir)
     cfg.env.stop_value = 30  # the example runs until the evaluator process reaches it
@@ -93,8 +97,16 @@ def dist_cfg(entry, run_dir):
 @pytest.mark.slow
 def test_dqn_dist_runs_as_a_learner_an_evaluator_and_a_collector(tmp_path):
     cfg = dist_cfg("cartpole-dqn", tmp_path / "run")
-    policy = parallel.launch(dqn_dist_main, collectors=1, evaluator=True, backend="local",
-                             args=(to_plain(cfg),))
+    # the script runs until its evaluator reaches stop_value (no budget, as in DI-engine's):
+    # a run that never gets there is ended after CAP_S (once its run() started), and fails the bar below
+    # instead of hanging the suite (the learner runs in this process: `launch`'s docstring)
+    cap = threading.Timer(CAP_S, task.end_run, args=(f"the test's cap of {CAP_S:.0f} s",))
+    cap.start()
+    try:
+        policy = parallel.launch(dqn_dist_main, collectors=1, evaluator=True, backend="local",
+                                 args=(to_plain(cfg),))
+    finally:
+        cap.cancel()
     final = load_checkpoint(cfg.run_dir, which="final")["meta"]
     # the collector's env steps reached the learner, which trained on them ...
     assert final["env_step"] > 0 and final["train_iter"] == policy.train_iter > 0
