@@ -11,7 +11,8 @@ from .exchange import (ContextExchanger, Exchange, ModelExchanger, context_excha
 from .exploration import (PerEnvStep, eps_greedy_handler, eps_greedy_masker, epsilon_schedule,
                           kwargs_at)
 from .learner import NonFiniteLossError, OffPolicyLearner, trainer
-from .logger import offline_logger, online_logger, read_metrics, wandb_offline_logger
+from .logger import (offline_logger, online_logger, read_metrics, wandb_offline_logger,
+                     wandb_online_logger)
 from .offline import offline_data_fetcher
 from .onpolicy import gae_estimator, multistep_trainer
 from .progress import epoch_timer, progress_bar
@@ -23,8 +24,7 @@ from ._make_acting import make_acting
 from ._wandb import WandbSink, log_run_videos
 # DI-engine names rlpipe refuses: importable, outside __all__, each a one-line error on use
 from ._ding_refused import (EnvpoolOffPolicyLearner, EnvpoolStepCollector, EnvpoolStepCollectorV2,
-                            OffPolicyLearnerV2, OffPolicyLearnerV3, PeriodicalModelExchanger,
-                            wandb_online_logger)
+                            OffPolicyLearnerV2, OffPolicyLearnerV3, PeriodicalModelExchanger)
 
 __all__ = [
     "CkptSaver",
@@ -76,6 +76,7 @@ __all__ = [
     "termination_checker",
     "trainer",
     "wandb_offline_logger",
+    "wandb_online_logger",
 ]
 
 apply_thread_policy()  # torch is imported by now: one thread by default (rlpipe/_threads.py)

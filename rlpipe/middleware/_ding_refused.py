@@ -48,10 +48,3 @@ def OffPolicyLearnerV3(*args: Any, **kwargs: Any) -> NoReturn:  # noqa: N802
 def EnvpoolOffPolicyLearner(*args: Any, **kwargs: Any) -> NoReturn:  # noqa: N802
     """Refused: `OffPolicyLearner` is rlpipe's one off-policy learner."""
     _learner_refused("EnvpoolOffPolicyLearner")
-
-
-def wandb_online_logger(*args: Any, **kwargs: Any) -> NoReturn:
-    """Refused: `online_logger` itself sends its rows to Weights & Biases."""
-    raise ValueError("wandb_online_logger: rlpipe's online_logger(cfg) sends its rows to Weights & "
-                     "Biases when cfg.logger.wandb is True (a second logger would write the "
-                     "run's metrics.jsonl twice); set it and drop wandb_online_logger")

@@ -151,6 +151,7 @@ class OnlineLogger:
         tensorboard: bool = True,
         flush_secs: float = 10.0,
         name: str = "online_logger",
+        files: bool = True,
     ) -> None:
         if isinstance(train_show_freq, bool) or not isinstance(train_show_freq, int) \
                 or train_show_freq < 1:
@@ -170,12 +171,13 @@ class OnlineLogger:
         self._last_seen: Any = None  # the ctx of the last iteration this logger was called for
         self._logged_early: Any = None  # a ctx whose row a checkpoint made it write early
         self._last_eval: Any = None  # (ctx, env_step, train_iter, value): newest evaluation
-        self.tensorboard = bool(tensorboard) and setting(cfg, "logger.tensorboard", True) is not False
+        self.tensorboard = bool(files and tensorboard) and \
+            setting(cfg, "logger.tensorboard", True) is not False
         self.train_show_freq = train_show_freq
         self.flush_secs = flush_secs
         self._start = time.time()
         self._last_flush = time.monotonic()
-        self._file = self._open_metrics()
+        self._file = self._open_metrics() if files else None  # None: W&B only
         self._writer: Any = None
         self._pending_train: List[Dict[str, Any]] = []
         self._last_train_show: Optional[int] = None
@@ -307,8 +309,9 @@ class OnlineLogger:
             "wall_time": round(now - self._start, 3),
         })
         record.update(metrics)
-        with _naming(self.metrics_path):
-            self._file.write(json.dumps(record) + "\n")
+        if self._file is not None:
+            with _naming(self.metrics_path):
+                self._file.write(json.dumps(record) + "\n")
         if self.tensorboard:
             writer = self._tb_writer(step)
             for tag, value in metrics.items():
@@ -346,7 +349,7 @@ class OnlineLogger:
         """Push buffered rows and events to the OS; with `sync`, also fsync them to disk."""
         with self._lock:
             self._last_flush = time.monotonic()
-            if not self._file.closed:
+            if self._file is not None and not self._file.closed:
                 with _naming(self.metrics_path):
                     self._file.flush()
                     if sync:
@@ -370,7 +373,8 @@ class OnlineLogger:
         self._stop_listening()
         self._listening = None
         with self._lock:
-            self._file.close()
+            if self._file is not None:
+                self._file.close()
             if self._writer is not None:
                 self._writer.close()
             if self._wandb is not None:
@@ -428,5 +432,86 @@ def wandb_offline_logger(record_path: Optional[PathLike] = None, cfg: Any = None
     return OnlineLogger(merged, run_dir=record_path, name="wandb_offline_logger")
 
 
-__all__ = ["OnlineLogger", "offline_logger", "online_logger", "read_metrics", "to_scalar",
-           "wandb_offline_logger"]
+class WandbOnlineLogger(OnlineLogger):
+    """The middleware made by `wandb_online_logger`: the rows `online_logger` writes, sent to
+    Weights & Biases only (no metrics file, no TensorBoard: the script's `online_logger` writes
+    those), the train statistics limited to `metric_list` when it is given."""
+
+    def __init__(self, cfg: Any, run_dir: Optional[PathLike], metric_list: Optional[Iterable[str]],
+                 plot: bool = True) -> None:
+        super().__init__(cfg, run_dir=run_dir, name="wandb_online_logger", files=False)
+        self.metric_list = None if metric_list is None else frozenset(map(str, metric_list))
+        self.plot = plot
+
+    def watch(self, model: Any) -> None:
+        """Log `model`'s gradients to the W&B run (W&B's `watch`)."""
+        assert self._wandb is not None  # made with logger.wandb=True
+        self._wandb.run.watch(model)
+
+    def _train_scalars(self, ctx: Any) -> Dict[str, float]:
+        scalars = super()._train_scalars(ctx)
+        if not self.plot:
+            return {}
+        if self.metric_list is None:
+            return scalars
+        return {k: v for k, v in scalars.items() if k[len("train/"):] in self.metric_list}
+
+
+_WANDB_SWITCHES = ("gradient_logger", "plot_logger", "video_logger", "action_logger",
+                   "return_logger")
+
+
+def wandb_online_logger(record_path: Optional[PathLike] = None, cfg: Any = None,
+                        exp_config: Any = None, metric_list: Optional[Iterable[str]] = None,
+                        env: Any = None, model: Any = None, project_name: Optional[str] = None,
+                        **options: Any) -> Any:
+    """DI-engine's W&B logger of an online run, used beside `online_logger`: each iteration's
+    scalars (as `online_logger` names them: `train/<name>`, `eval/return_mean`, `collect/...`)
+    go to a Weights & Biases run against `env_step` (needs the [wandb] extra); it writes no
+    file of its own, so the script's `online_logger` stays the one writer of metrics.jsonl.
+    `metric_list` (e.g. `policy.monitor_vars()`): the train statistics to send (None: all).
+    `cfg`: DI-engine's switches {gradient_logger, plot_logger, video_logger, action_logger,
+    return_logger} (all False but plot_logger by default): `plot_logger` False sends no train
+    statistics, `gradient_logger` True has W&B watch `model`'s gradients; the video, action
+    and return plots have no counterpart (`rlpipe eval RUN --video DIR` adds videos to the W&B
+    run). A `cfg` with a "policy" section is taken as the run's config instead, as is
+    `exp_config`. The folder (W&B's files go to `<folder>/wandb`) is `record_path`, else the
+    config's run_dir, else as `online_logger`'s. `project_name` sets `logger.wandb_project`.
+    Other DI-engine options (`anonymous`, `run_name`, `wandb_sweep`) are named in a log line
+    and not applied. In a distributed run only the learner logs (elsewhere a no-op)."""
+    require_wandb("wandb_online_logger")
+    task = current_task()
+    if task is not None and task.router.is_active and not task.has_role(Role.LEARNER):
+        return task.void()
+    switches: Dict[str, Any] = {"gradient_logger": False, "plot_logger": True}
+    run_cfg = exp_config
+    if cfg is not None and setting(cfg, "policy", None) is not None:
+        run_cfg = cfg if run_cfg is None else run_cfg
+    elif cfg is not None:
+        unknown = sorted(set(dict(cfg)) - set(_WANDB_SWITCHES))
+        if unknown:
+            raise ValueError(f"wandb_online_logger(cfg=...): unknown switch(es) {unknown}; "
+                             f"DI-engine's are {list(_WANDB_SWITCHES)}")
+        switches.update(dict(cfg))
+    if switches["gradient_logger"] and model is None:
+        raise ValueError("wandb_online_logger(cfg={'gradient_logger': True}) watches the "
+                         "gradients of `model`: pass model=policy's network")
+    skipped = sorted(k for k in ("video_logger", "action_logger", "return_logger")
+                     if switches.get(k))
+    skipped += sorted(options) + (["env"] if env is not None else [])
+    if skipped:
+        log.info("wandb_online_logger: not applied (DI-engine plot options): %s",
+                 ", ".join(skipped))
+    merged: Dict[str, Any] = dict(run_cfg) if run_cfg is not None else {}
+    merged["logger"] = {**dict(merged.get("logger") or {}), "wandb": True,
+                        **({"wandb_project": project_name} if project_name else {})}
+    if record_path is None and not merged.get("run_dir"):
+        record_path = default_run_dir("wandb_online_logger")
+    logger = WandbOnlineLogger(merged, record_path, metric_list, bool(switches["plot_logger"]))
+    if switches["gradient_logger"]:
+        logger.watch(model)
+    return logger
+
+
+__all__ = ["OnlineLogger", "WandbOnlineLogger", "offline_logger", "online_logger",
+           "read_metrics", "to_scalar", "wandb_offline_logger", "wandb_online_logger"]

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from typing import (Any, Callable, ClassVar, Dict, Mapping, Protocol, Sequence, Tuple,
-                    runtime_checkable)
+from typing import (Any, Callable, ClassVar, Dict, List, Mapping, Optional, Protocol, Sequence,
+                    Tuple, runtime_checkable)
 
 import gymnasium as gym
 import numpy as np
@@ -231,6 +231,9 @@ class Policy(abc.ABC):
     # Meanings (dotted key below `policy.` → text) over those its keys declare: how a policy with
     # a plain `default_config()` explains its settings in `rlpipe config`.
     config_meanings: ClassVar[Mapping[str, str]] = {}
+    # The names of the statistics `learn_mode.forward` returns (`monitor_vars()`); None: the
+    # policy does not list them.
+    learn_stats: ClassVar[Optional[Tuple[str, ...]]] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -250,6 +253,15 @@ class Policy(abc.ABC):
         self._collect_face = _CollectFace(self)
         self._eval_face = _EvalFace(self)
         self._learn_face = _LearnFace(self)
+
+    def monitor_vars(self) -> List[str]:
+        """DI-engine's name: the statistics the learner reports each update (`learn_stats`),
+        e.g. as the `metric_list` of `wandb_online_logger`."""
+        if self.learn_stats is None:
+            raise NotImplementedError(
+                f"{type(self).__name__}.monitor_vars(): this policy does not list its learn "
+                f"statistics; pass metric_list=None to wandb_online_logger to send them all")
+        return list(self.learn_stats)
 
     @classmethod
     def config_schema(cls) -> EasyDict:

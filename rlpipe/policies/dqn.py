@@ -63,6 +63,7 @@ class DQNPolicy(Policy):
     supports_action_mask = True  # collect/eval faces take action_mask=, learn next_action_mask
     mask_space_types = (gym.spaces.Discrete,)
     explores_with_eps = True  # collect_mode.forward takes eps (the pipeline adds eps_greedy_handler)
+    learn_stats = _STAT_NAMES
     space_hint = ("DQN picks one of finitely many actions; for continuous control use SAC, TD3 "
                   "or PPO (get_policy('sac'), get_policy('td3'), get_policy('ppo')).")
 
@@ -136,6 +137,12 @@ class DQNPolicy(Policy):
         self._td_loss = F.smooth_l1_loss if c.learn.huber else F.mse_loss
         self._rng = numpy_rng(c.seed)
         self._lock = threading.Lock()  # a learn step's weight update vs refresh / eval / state
+
+    @property
+    def _model(self) -> torch.nn.Module:
+        """DI-engine's name for the trained network, read by its scripts (`policy._model`, e.g.
+        for `wandb_online_logger(model=...)`): the online Q network."""
+        return self.online
 
     def _check_model(self, model: torch.nn.Module) -> None:
         """A given network must turn a batch of this policy's observations into [B, n] Q-values."""

@@ -4,8 +4,11 @@ priorities of what it collected (`priority_calculator`), they travel with the tr
 through `ContextExchanger`, and the learner's `PrioritizedReplayBuffer` takes them. Only the
 imports and the construction of the config, envs, model and buffer are rlpipe's;
 `parallel.launch(main, collectors=1, evaluator=True, backend="local")` replaces
-`Parallel.runner(n_parallel_workers=3, ...)(main)`."""
+`Parallel.runner(n_parallel_workers=3, ...)(main)`. `apex_dqn_priority_parallel_wandb.py` is
+the same script with `wandb_online_logger` before `online_logger` (`cfg.wandb` here)."""
+import glob
 import logging
+import pathlib
 
 import numpy as np
 import pytest
@@ -120,6 +123,16 @@ def apex_dqn_main(plain_cfg):
 
         task.use(data_pusher(cfg, buffer_))
         task.use(OffPolicyLearner(cfg, policy.learn_mode, buffer_))
+        if cfg.get("wandb"):
+            task.use(
+                wandb_online_logger(
+                    metric_list=policy.monitor_vars(),
+                    model=policy._model,
+                    anonymous=True,
+                    project_name=cfg.exp_name,
+                    wandb_sweep=False,
+                )
+            )
         task.use(online_logger(train_show_freq=10))
         task.use(CkptSaver(policy, cfg.run_dir, train_freq=100))
         if cfg.get("max_env_step"):
@@ -181,9 +194,22 @@ def test_apex_dqn_runs_until_its_evaluator_process_reaches_stop_value(tmp_path):
     assert best["eval_value"] >= 100 and policy.train_iter > 0
 
 
-def test_the_wandb_variant_logger_is_refused_naming_online_loggers_wandb_switch():
-    # apex_dqn_priority_parallel_wandb.py is apex_dqn.py with wandb_online_logger beside
-    # online_logger; in rlpipe online_logger(cfg) sends the rows itself (cfg.logger.wandb)
-    with pytest.raises(ValueError, match="sends its rows to Weights & Biases when "
-                                         "cfg.logger.wandb is True"):
-        wandb_online_logger(anonymous=True, project_name="apex", wandb_sweep=False)
+def test_the_wandb_variant_sends_the_learners_rows_to_wandb_beside_online_logger(
+        tmp_path, monkeypatch):
+    wandb = pytest.importorskip("wandb")
+    monkeypatch.setenv("WANDB_MODE", "offline")  # the child processes inherit it
+    cfg = tiny_cfg("cartpole-dqn", tmp_path / "run")
+    cfg.max_env_step, cfg.env.stop_value, cfg.wandb = 256, 10_000, True
+    cfg.exp_name = "CartPole-v1-Apex-DQN"  # the script's own line sets its exp_name
+    _, policy = _launch(cfg)
+    wandb.teardown()  # wait for W&B's service to write its files
+    runs = glob.glob(str(tmp_path / "run" / "wandb" / "offline-run-*" / "run-*.wandb"))
+    assert len(runs) == 1  # the learner's only: the collector and the evaluator send nothing
+    data = pathlib.Path(runs[0]).read_bytes()
+    # the statistics the policy lists (policy.monitor_vars()) and the evaluations
+    assert policy.monitor_vars() == ["loss", "q_mean", "target_mean", "td_abs_mean", "grad_norm"]
+    assert b"train/loss" in data and b"train/q_mean" in data and b"eval/return_mean" in data
+    # online_logger stays the one writer of metrics.jsonl: each iteration's row once
+    rows = read_metrics(cfg.run_dir)
+    keys = [(r.get("env_step"), r["train_iter"], r["total_step"]) for r in rows]
+    assert rows and len(keys) == len(set(keys))

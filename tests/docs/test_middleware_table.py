@@ -30,7 +30,9 @@ def test_every_exported_middleware_is_in_the_table():
                # DI-engine's exchangers: no-ops in one process, parts of an Exchange in a
                # launched one (docs/dingengine.md says so)
                "ContextExchanger", "ModelExchanger", "context_exchanger", "model_exchanger",
-               "wandb_offline_logger"}  # offline_logger with a W&B sink: the same contract
+               # offline_logger with a W&B sink, and online_logger's rows to W&B only: the
+               # contract of online_logger
+               "wandb_offline_logger", "wandb_online_logger"}
     for name in mw.__all__:
         if name not in helpers:
             assert f"`{name}(" in listed, f"{name} is exported but missing from the table"

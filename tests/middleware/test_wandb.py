@@ -41,3 +41,48 @@ def test_a_bad_mode_and_a_missing_wandb_are_one_line_errors(tmp_path, capsys, mo
                  "--max-env-steps", "64", "--set", "logger.wandb=True"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and 'pip install "rlpipe[wandb]"' in err[0], err
+
+
+def _one_row(logger, **fields):
+    from rlpipe.contexts import OnlineRLContext
+    ctx = OnlineRLContext()
+    for key, value in fields.items():
+        setattr(ctx, key, value)
+    logger(ctx)
+    logger.close()
+
+
+def test_wandb_online_logger_sends_the_listed_statistics_and_writes_no_file(tmp_path):
+    wandb = pytest.importorskip("wandb")
+    from rlpipe.middleware import wandb_online_logger
+    logger = wandb_online_logger(record_path=tmp_path, project_name="rlpipe-tests",
+                                 exp_config={"logger": {"wandb_mode": "offline"}},
+                                 metric_list=["loss"])
+    _one_row(logger, env_step=64, train_iter=2, eval_value=9.5,
+             train_output={"loss": 0.25, "q_mean": 1.5})
+    wandb.teardown()
+    files, data = _logged(tmp_path)
+    assert len(files) == 1 and b"train/loss" in data and b"eval/return_mean" in data
+    assert b"train/q_mean" not in data  # not in metric_list
+    # the script's online_logger writes the run's files; this one none of them
+    assert not (tmp_path / "metrics.jsonl").exists() and not (tmp_path / "tb").exists()
+
+
+def test_wandb_online_logger_takes_dingengines_switches(tmp_path):
+    wandb = pytest.importorskip("wandb")
+    import torch
+    from rlpipe.middleware import wandb_online_logger
+    offline = {"logger": {"wandb_mode": "offline"}}
+    with pytest.raises(ValueError, match=r"unknown switch\(es\) \['video'\]"):
+        wandb_online_logger(record_path=tmp_path, cfg={"video": True}, exp_config=offline)
+    with pytest.raises(ValueError, match="pass model="):
+        wandb_online_logger(record_path=tmp_path, cfg={"gradient_logger": True},
+                            exp_config=offline)
+    switches = {"gradient_logger": True, "plot_logger": False, "video_logger": False,
+                "action_logger": False, "return_logger": False}
+    logger = wandb_online_logger(record_path=tmp_path, cfg=switches, exp_config=offline,
+                                 model=torch.nn.Linear(2, 1))
+    _one_row(logger, env_step=64, train_iter=2, eval_value=9.5, train_output={"loss": 0.25})
+    wandb.teardown()
+    _, data = _logged(tmp_path)
+    assert b"eval/return_mean" in data and b"train/loss" not in data  # plot_logger False
