@@ -3,15 +3,16 @@
 DI-engine's examples have no env-step budget: they run until the evaluator's mean return
 reaches `stop_value`: 195 for `dqn.py` and `ppo.py` (CartPole-v0, dizoo's cartpole_dqn/ppo
 configs), 200 for `ppo_lunarlander.py` and `ppo_lunarlander_continuous.py` (dizoo's
-lunarlander configs). Each port runs here on its config (the zoo's `cartpole-dqn`,
-`cartpole-ppo` and `lunarlander-ppo`; the generic `ppo@LunarLanderContinuous-v3`, given
+lunarlander configs; `apex_dqn_priority_parallel_wandb.py` builds its config from
+`ding.config.DQN.gym_lunarlander_v2`, whose stop value is 200 too). Each port runs here on its config (the zoo's `cartpole-dqn`,
+`cartpole-ppo`, `lunarlander-ppo` and, for the APE-X port, `lunarlander-dqn`; the generic `ppo@LunarLanderContinuous-v3`, given
 `lunarlander-ppo`'s budget of 1M env steps) with that stop value (`--stop`; `--no-stop` runs
 the whole budget), capped at the budget, and prints the env step of the first evaluation at or
 above the threshold (`--threshold`, the stop value unless given), and the best and last
 evaluation. The LunarLander ports need the [box2d] extra.
 
 Run:  python benchmarks/dingengine_ports.py [--which dqn ppo (the default) ppo-lunarlander
-      ppo-lunarlander-continuous] [--seed 0] [--stop V | --no-stop] [--threshold V]
+      ppo-lunarlander-continuous apex-dqn-lunarlander] [--seed 0] [--stop V | --no-stop] [--threshold V]
 """
 from __future__ import annotations
 
@@ -46,6 +47,8 @@ PORTS = {
                             200.0),
     "ppo-lunarlander-continuous": Port("ppo@LunarLanderContinuous-v3", "test_ppo_lunarlander",
                                        "ppo_lunarlander_main", 200.0, budget=1_000_000),
+    # a learner, an evaluator process and a collector (parallel.launch, backend "local")
+    "apex-dqn-lunarlander": Port("lunarlander-dqn", "test_apex_dqn", "_launch", 200.0),
 }
 
 
