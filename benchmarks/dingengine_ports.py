@@ -1,18 +1,21 @@
 """DI-engine's examples, as ported in tests/dingengine, at full budget.
 
 DI-engine's examples have no env-step budget: they run until the evaluator's mean return
-reaches `stop_value`: 195 for `dqn.py` and `ppo.py` (CartPole-v0, dizoo's cartpole_dqn/ppo
-configs), 200 for `ppo_lunarlander.py` and `ppo_lunarlander_continuous.py` (dizoo's
-lunarlander configs; `apex_dqn_priority_parallel_wandb.py` builds its config from
-`ding.config.DQN.gym_lunarlander_v2`, whose stop value is 200 too). Each port runs here on its config (the zoo's `cartpole-dqn`,
-`cartpole-ppo`, `lunarlander-ppo` and, for the APE-X port, `lunarlander-dqn`; the generic `ppo@LunarLanderContinuous-v3`, given
-`lunarlander-ppo`'s budget of 1M env steps) with that stop value (`--stop`; `--no-stop` runs
-the whole budget), capped at the budget, and prints the env step of the first evaluation at or
-above the threshold (`--threshold`, the stop value unless given), and the best and last
-evaluation. The LunarLander ports need the [box2d] extra.
+reaches `stop_value`: 195 for `dqn.py`, `dqn_nstep.py`, `dqn_per.py`, `ppo.py` and `r2d2.py`
+(CartPole-v0, dizoo's cartpole configs), -250 for `sac.py` and `td3.py` (dizoo's pendulum
+configs), 200 for `ppo_lunarlander.py`, `ppo_lunarlander_continuous.py` and
+`apex_dqn_priority_parallel_wandb.py` (dizoo's and `ding.config`'s LunarLander configs). Each
+port runs here on the zoo's config for its task (`cartpole-dqn`, `cartpole-ppo`,
+`pendulum-sac`, `pendulum-td3`, `cartpole-novel-r2d2`, `lunarlander-ppo`, `lunarlander-dqn`;
+the generic `ppo@LunarLanderContinuous-v3`, given `lunarlander-ppo`'s budget of 1M env steps)
+with that stop value (`--stop`; `--no-stop` runs the whole budget), capped at the budget, and
+prints the env step of the first evaluation at or above the threshold (`--threshold`, the stop
+value unless given), and the best and last evaluation. The LunarLander ports need the [box2d]
+extra.
 
-Run:  python benchmarks/dingengine_ports.py [--which dqn ppo (the default) ppo-lunarlander
-      ppo-lunarlander-continuous apex-dqn-lunarlander] [--seed 0] [--stop V | --no-stop] [--threshold V]
+Run:  python benchmarks/dingengine_ports.py [--which dqn ppo (the default) dqn-nstep dqn-per
+      sac td3 r2d2 ppo-lunarlander ppo-lunarlander-continuous apex-dqn-lunarlander]
+      [--seed 0] [--stop V | --no-stop] [--threshold V]
 """
 from __future__ import annotations
 
@@ -20,14 +23,15 @@ import argparse
 import dataclasses
 import importlib
 import json
+import logging
 import pathlib
+import re
 import sys
 import tempfile
-from typing import Optional
+from typing import Any, List, Optional, Tuple
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-from rlpipe.middleware import read_metrics  # noqa: E402
 from rlpipe.zoo import get_entry  # noqa: E402
 
 
@@ -38,6 +42,8 @@ class Port:
     main: str  # the port's main function in it
     stop: float  # DI-engine's stop_value
     budget: Optional[int] = None  # env steps, where the entry's own is not the run's
+    settings: Tuple[Tuple[str, Any], ...] = ()  # (dotted key, value) the example sets itself
+    args: Tuple[str, ...] = ()  # main's arguments after cfg: names in rlpipe.policies, or strings
 
 
 PORTS = {
@@ -49,7 +55,48 @@ PORTS = {
                                        "ppo_lunarlander_main", 200.0, budget=1_000_000),
     # a learner, an evaluator process and a collector (parallel.launch, backend "local")
     "apex-dqn-lunarlander": Port("lunarlander-dqn", "test_apex_dqn", "_launch", 200.0),
+    "dqn-nstep": Port("cartpole-dqn", "test_more_ports", "dqn_nstep_main", 195.0,
+                      settings=(("policy.learn.nstep", 3),)),
+    "dqn-per": Port("cartpole-dqn", "test_more_ports", "dqn_per_main", 195.0),
+    # dizoo's pendulum configs stop at -250; the ports end on max_train_iter as DI-engine's
+    # sac.py and td3.py do (the entry's budget in updates)
+    "sac": Port("pendulum-sac", "test_more_ports", "continuous_main", -250.0,
+                args=("SACPolicy", "reparameterization")),
+    "td3": Port("pendulum-td3", "test_more_ports", "continuous_main", -250.0,
+                args=("TD3Policy", "regression")),
+    # dizoo's cartpole_r2d2_config stops at 195 (CartPole-v0); the port runs on the zoo's
+    # CartPole without velocities, whose episodes reach 500
+    "r2d2": Port("cartpole-novel-r2d2", "test_r2d2_port", "r2d2_main", 195.0),
 }
+
+
+class _EvalLines(logging.Handler):
+    """Collects (env_step, mean return) from the evaluator's log lines: every port logs them
+    (those of an evaluator process reach the learner's log), not every port has a logger."""
+
+    LINE = re.compile(r"eval at train_iter \d+, env_step (\d+): mean return (-?[\d.]+|nan)")
+
+    def __init__(self, out: List[Tuple[int, float]]) -> None:
+        super().__init__(logging.INFO)
+        self.out = out
+
+    def emit(self, record: logging.LogRecord) -> None:
+        match = self.LINE.search(record.getMessage())
+        if match:
+            self.out.append((int(match.group(1)), float(match.group(2))))
+
+
+def _set(cfg: Any, dotted: str, value: Any) -> None:
+    *path, last = dotted.split(".")
+    for key in path:
+        cfg = cfg[key]
+    cfg[last] = value
+
+
+def _arg(name: str) -> Any:
+    import rlpipe.policies
+
+    return getattr(rlpipe.policies, name, name)
 
 
 def run(which: str, seed: int, stop: Optional[float], threshold: float, run_dir: str) -> dict:
@@ -59,9 +106,18 @@ def run(which: str, seed: int, stop: Optional[float], threshold: float, run_dir:
     cfg.seed, cfg.run_dir, cfg.env.stop_value = seed, run_dir, stop
     if port.budget is not None:
         cfg.max_env_step = port.budget
-    main(cfg)
-    evals = [(r["env_step"], r["eval/return_mean"]) for r in read_metrics(run_dir)
-             if "eval/return_mean" in r]
+    for key, value in port.settings:
+        _set(cfg, key, value)
+    if port.main == "continuous_main":
+        cfg.max_train_iter = (cfg.max_env_step * cfg.policy.learn.update_per_collect
+                              // cfg.policy.collect.n_sample)
+    evals: List[Tuple[int, float]] = []
+    handler = _EvalLines(evals)
+    logging.getLogger("rlpipe.middleware.evaluator").addHandler(handler)
+    try:
+        main(cfg, *map(_arg, port.args))
+    finally:
+        logging.getLogger("rlpipe.middleware.evaluator").removeHandler(handler)
     solved = next((step for step, value in evals if value >= threshold), None)
     return {"port": which, "entry": port.entry, "seed": seed, "budget": cfg.max_env_step,
             "stop_value": stop, "threshold": threshold, "solved_at": solved,
