@@ -7,7 +7,7 @@ time axis, whose state is reset to zeros at every episode start (`first`, ALF's 
     out, _ = core(x, state, first, final_state=False)         # out only (training)
     out, state = core.step(x [B, D], state, first [B])        # one acting step
     segments = episode_segments(first)                        # the layout below, made once
-    out = core.over_segments(segments.pad(x), state, segments)  # for each core over the rows
+    out = core.over_segments(segments.pad(x), state, segments)  # [B·T, H], for each core
 
 Where `first[b, t]` is True the state entering step t of row b is zeros (the episode begins
 there), so a chunk of a rollout may hold several episodes. When no row starts an episode after
@@ -93,7 +93,8 @@ class RecurrentCore(nn.Module):
         if not final_state:
             segments = episode_segments(first, x.dtype)
             if segments is not None:
-                return self.over_segments(segments.pad(x), state, segments), None
+                out = self.over_segments(segments.pad(x), state, segments)
+                return out.reshape(segments.batch, segments.steps, -1), None
             return self.fused(x, state, first)[0], None
         if not bool(first[:, 1:].any()):  # resets only at t = 0: one fused call
             return self.fused(x, state, first)
@@ -115,10 +116,10 @@ class RecurrentCore(nn.Module):
 
     def over_segments(self, padded: torch.Tensor, state: RecurrentState, segments: "Segments"
                       ) -> torch.Tensor:
-        """The outputs [B, T, H] of rows cut into `segments`, from their padded input
-        `segments.pad(x)` in one fused call: a segment at t = 0 continues its row's state (zeros
-        when first), a later one starts from zeros. Several cores over the same rows share the
-        layout (and the padded input, when their inputs are the same)."""
+        """The outputs [B·T, H] (steps row-major) of rows cut into `segments`, from their padded
+        input `segments.pad(x)` in one fused call: a segment at t = 0 continues its row's state
+        (zeros when first), a later one starts from zeros. Several cores over the same rows share
+        the layout (and the padded input, when their inputs are the same)."""
         missing = [k for k in self.state_keys if k not in state]
         if missing:
             raise KeyError(f"RecurrentCore({self.kind}): the state lacks {missing} (has "
@@ -148,14 +149,15 @@ class Segments(NamedTuple):
     steps: int
 
     def pad(self, x: torch.Tensor) -> torch.Tensor:
-        """x [B, T, D] → [S, longest, D]: each segment's steps from position 0, zeros after."""
+        """x [B, T, D] (or [B·T, D]) → [S, longest, D]: each segment's steps from position 0,
+        zeros after."""
         flat = x.reshape(self.batch * self.steps, -1)
         return flat.new_zeros(self.keep.shape[0], self.longest, flat.shape[-1]).index_put(
             (self.seg, self.pos), flat)
 
     def unpad(self, out: torch.Tensor) -> torch.Tensor:
-        """Outputs [S, longest, H] of the padded segments → [B, T, H] in step order."""
-        return out[self.seg, self.pos].reshape(self.batch, self.steps, -1)
+        """Outputs [S, longest, H] of the padded segments → [B·T, H], steps row-major."""
+        return out[self.seg, self.pos]
 
 
 def episode_segments(first: torch.Tensor, dtype: torch.dtype = torch.float32

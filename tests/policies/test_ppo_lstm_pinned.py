@@ -26,7 +26,16 @@ def rollout(policy, seed, masked=False):
     rng = np.random.default_rng(seed)
     first = rng.random((T, N)) < 0.2
     first[0] = True
-    obs = rng.normal(size=(T + 1, N, 2)).astype(np.float32)
+
+    def draw(space):
+        if isinstance(space, gym.spaces.Dict):
+            return {k: draw(v) for k, v in space.spaces.items()}
+        return rng.normal(size=(T + 1, N, *space.shape)).astype(np.float32)
+
+    def at(tree, t):
+        return {k: at(v, t) for k, v in tree.items()} if isinstance(tree, dict) else tree[t]
+
+    obs = draw(policy.obs_space)
     box = isinstance(policy.action_space, gym.spaces.Box)
     steps = []
     for t in range(T):
@@ -34,7 +43,7 @@ def rollout(policy, seed, masked=False):
                  for p in ("actor", "critic")}
         action = (rng.normal(size=(N, 1)).astype(np.float32) if box
                   else rng.integers(policy.action_space.n, size=N))
-        step = dict(obs=obs[t], next_obs=obs[t + 1], action=action,
+        step = dict(obs=at(obs, t), next_obs=at(obs, t + 1), action=action,
                     reward=rng.normal(size=N).astype(np.float32),
                     terminated=np.zeros(N, bool) if t == T - 1 else first[t + 1],
                     truncated=np.zeros(N, bool), first=first[t],
@@ -81,8 +90,12 @@ def frozen_learn(p, store):
     return dict(zip(_STATS, torch.stack(stats).mean(0).tolist())), len(stats)
 
 
+DICT_OBS = gym.spaces.Dict({"a": gym.spaces.Box(-1, 1, (2,), np.float32),
+                            "b": gym.spaces.Box(-1, 1, (3,), np.float32)})
 CASES = {
     "discrete, one minibatch": (gym.spaces.Discrete(3), {}, False),
+    "dict observation, encoder layers": (gym.spaces.Discrete(2), dict(batch_size=12, chunk_len=4),
+                                         False),
     "discrete, entropy in the loss, uneven minibatches": (
         gym.spaces.Discrete(3), dict(entropy_coef=0.01, batch_size=10, chunk_len=5), False),
     "discrete, action masks, value clip": (
@@ -95,8 +108,11 @@ CASES = {
 @pytest.mark.parametrize("case", list(CASES))
 def test_learn_trains_the_weights_of_the_distribution_path(case):
     space, learn, masked = CASES[case]
-    cfg = dict(seed=3, model=dict(core_size=H, hidden=(8,)), learn=dict(epoch_per_collect=4, **learn))
-    policy, reference = PPOLSTMPolicy(cfg, OBS, space), PPOLSTMPolicy(cfg, OBS, space)
+    dict_obs = case.startswith("dict")
+    cfg = dict(seed=3, model=dict(core_size=H, hidden=(8,), encoder_layers=(6,) if dict_obs else ()),
+               learn=dict(epoch_per_collect=4, **learn))
+    obs_space = DICT_OBS if dict_obs else OBS
+    policy, reference = PPOLSTMPolicy(cfg, obs_space, space), PPOLSTMPolicy(cfg, obs_space, space)
     for i in range(3):
         store = rollout(policy, seed=i, masked=masked)["rollout"]
         out = policy.learn_mode.forward({"rollout": store})
