@@ -262,23 +262,41 @@ class RolloutStorage:
             yield unflatten({p: arr[pick] for p, arr in flat.items()})
 
     def sequence_minibatches(self, chunk_len: int, n_minibatches: int,
-                             rng: Union[np.random.Generator, int, None] = None,
+                             rng: Union[np.random.Generator, int, None] = None, *,
+                             chunks: Optional[Mapping[str, Any]] = None,
                              ) -> Iterator[Dict[str, Any]]:
         """For a recurrent policy: each env's time line cut into chunks of `chunk_len` steps (the
         last padded), shuffled into `n_minibatches` minibatches of whole chunks. Each holds the
         per-step keys of `batch()` as [B, chunk_len, ...] with "advantage" and "return" (GAE over
         the whole rollout, as `compute` made them), "state" [B, ...] (the recorded state at each
         chunk's first step), "first" [B, chunk_len] (reset the state inside a chunk where it is
-        True) and "mask" [B, chunk_len] (False on padding and on rows with valid=False)."""
+        True) and "mask" [B, chunk_len] (False on padding and on rows with valid=False).
+        `chunks`: this rollout's `sequence_chunks(chunk_len)` converted once (to torch tensors,
+        say) by a learner that takes several epochs of minibatches; they are cut from it, with
+        the same draws."""
+        if chunks is None:
+            flat = rollout_chunks(self._arrays_for("sequence_minibatches"), self._t, self.n_envs,
+                                  _chunk_len(chunk_len, "sequence_minibatches"))
+        elif "mask" not in chunks:
+            raise KeyError(f"RolloutStorage.sequence_minibatches: chunks has no 'mask' (it has "
+                           f"{sorted(chunks)}); pass sequence_chunks(chunk_len), converted, with "
+                           "its 'mask' (which steps are real) kept")
+        else:
+            flat = flatten(chunks)
+        return chunk_minibatches(flat, n_minibatches, rng)
+
+    def sequence_chunks(self, chunk_len: int) -> Dict[str, Any]:
+        """Every chunk that `sequence_minibatches` draws from, env-major (chunk c of env e is row
+        e · ⌈len / chunk_len⌉ + c), as one nested dict with its keys: [C, chunk_len, ...], and
+        "state" [C, ...]."""
+        return unflatten(rollout_chunks(self._arrays_for("sequence_chunks"), self._t,
+                                        self.n_envs, _chunk_len(chunk_len, "sequence_chunks")))
+
+    def _arrays_for(self, caller: str) -> Dict[Path, np.ndarray]:
         if not self._computed:
-            raise RuntimeError("RolloutStorage.sequence_minibatches: call compute(gamma, lam, "
-                               "value_fn) first")
-        if isinstance(chunk_len, bool) or not isinstance(chunk_len, (int, np.integer)) or chunk_len < 1:
-            raise ValueError(f"RolloutStorage.sequence_minibatches: chunk_len must be a positive int, "
-                             f"got {chunk_len!r}")
+            raise RuntimeError(f"RolloutStorage.{caller}: call compute(gamma, lam, value_fn) first")
         assert self._arrays is not None
-        chunks = rollout_chunks(self._arrays, self._t, self.n_envs, int(chunk_len))
-        return chunk_minibatches(chunks, n_minibatches, rng)
+        return self._arrays
 
     def _rows(self, caller: str) -> np.ndarray:
         """Indices of the valid rows among the len·n_envs flattened ones, in order."""
@@ -307,6 +325,13 @@ class RolloutStorage:
         """Rewards as float32, times reward_scale (when it is not 1)."""
         reward = np.asarray(reward).astype(np.float32, copy=False)
         return reward if self.reward_scale == 1 else reward * self.reward_scale
+
+
+def _chunk_len(chunk_len: Any, caller: str) -> int:
+    if isinstance(chunk_len, bool) or not isinstance(chunk_len, (int, np.integer)) or chunk_len < 1:
+        raise ValueError(f"RolloutStorage.{caller}: chunk_len must be a positive int, "
+                         f"got {chunk_len!r}")
+    return int(chunk_len)
 
 
 def _call(value_fn: Optional[ValueFn], obs: Any, n: int, extra: tuple, kwargs: Mapping[str, Any],

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any, Dict, Iterator, Mapping, Union
 
 import numpy as np
+import torch
 
 from ._tree import Path, path_name, unflatten
 
@@ -48,10 +49,11 @@ def rollout_chunks(arrays: Mapping[Path, np.ndarray], n_steps: int, n_envs: int,
     return out
 
 
-def chunk_minibatches(chunks: Mapping[Path, np.ndarray], n_minibatches: int,
+def chunk_minibatches(chunks: Mapping[Path, Any], n_minibatches: int,
                       rng: Union[np.random.Generator, int, None]) -> Iterator[Dict[str, Any]]:
     """The chunks shuffled and split into `n_minibatches` minibatches of whole chunks (sizes
-    differ by one at most), each a nested dict of [B, chunk_len, ...] arrays and `state` [B, ...]."""
+    differ by one at most), each a nested dict of [B, chunk_len, ...] arrays and `state` [B, ...]
+    (tensors where the chunks are tensors)."""
     n_chunks = chunks[("mask",)].shape[0]
     if isinstance(n_minibatches, bool) or not isinstance(n_minibatches, (int, np.integer)) \
             or not 1 <= n_minibatches <= n_chunks:
@@ -59,5 +61,9 @@ def chunk_minibatches(chunks: Mapping[Path, np.ndarray], n_minibatches: int,
                          f"[1, {n_chunks}] (the rollout has {n_chunks} chunks), got {n_minibatches!r}; "
                          "use fewer minibatches or a shorter chunk_len")
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    mask = chunks[("mask",)]
     for pick in np.array_split(gen.permutation(n_chunks), int(n_minibatches)):
-        yield unflatten({p: arr[pick] for p, arr in chunks.items()})
+        # chunks already converted to tensors take the index as one tensor (one conversion, not
+        # one for each key)
+        index = torch.from_numpy(pick).to(mask.device) if isinstance(mask, torch.Tensor) else pick
+        yield unflatten({p: arr[index] for p, arr in chunks.items()})

@@ -24,7 +24,7 @@ from torch.distributions import Distribution
 from ._errors import UnsupportedSpaceError
 from .actor_critic import RunningNorm, action_layout, head_distribution
 from .encoder import build_encoder
-from .recurrent import RecurrentCore
+from .recurrent import RecurrentCore, episode_segments
 
 __all__ = ["RecurrentActorCritic"]
 
@@ -66,6 +66,8 @@ class RecurrentActorCritic(nn.Module):
             {p: build_encoder(obs_space, encoder_hidden, activation, encoders) for p in parts})
         self.cores = nn.ModuleDict(
             {p: RecurrentCore(self.encoders[p].out_dim, core_hidden, kind) for p in parts})
+        # encoders without parameters (vectors passed as they are) all compute the same features
+        self._same_features = not any(True for e in self.encoders.values() for _ in e.parameters())
         self.actor_mlp, actor_dim = _mlp(core_hidden, head_hidden, activation)
         self.critic_mlp, critic_dim = _mlp(core_hidden, head_hidden, activation)
         self.action_head = nn.Linear(actor_dim, out_dim)
@@ -86,43 +88,74 @@ class RecurrentActorCritic(nn.Module):
 
     def _cores(self, obs: Any, state: State, first: torch.Tensor, parts: Sequence[str],
                final_state: bool = True) -> Tuple[Dict[str, torch.Tensor], Optional[State]]:
-        """Core outputs [B, T, H] of `parts` and the state after T (None without
-        `final_state`)."""
+        """Core outputs [B·T, H] of `parts` (steps row-major: the heads run on one flat batch,
+        with no reshape in and out of each layer) and the state after T (None without
+        `final_state`). Without it, the rows are cut at their episode starts once for all the
+        cores (`episode_segments`), and encoders without parameters, which all compute the
+        same features, run once, so the cores share one padded input."""
         if self.obs_norm is not None:
             obs = self.obs_norm(obs)
         batch, steps = first.shape
         flat = _merge(obs, 2)
+        segments = None if final_state else episode_segments(first)
         outs, new_state = {}, dict(state)
+        x = padded = None
         for part in parts:
             name = part if part in self.cores else "actor"
             if name in outs:
                 outs[part] = outs[name]
                 continue
-            x = self.encoders[name](flat).reshape(batch, steps, -1)
-            outs[part], new_state[name] = self.cores[name](x, state[name], first,
-                                                           final_state=final_state)
+            if x is None or not self._same_features:
+                x = self.encoders[name](flat)
+                padded = None
+            core = self.cores[name]
+            if final_state:
+                out, new_state[name] = core(x.reshape(batch, steps, -1), state[name], first)
+                outs[part] = out.reshape(batch * steps, -1)
+            elif segments is None:  # no episode begins after t = 0: the rows in one fused call
+                out = core.fused(x.reshape(batch, steps, -1), state[name], first)[0]
+                outs[part] = out.reshape(batch * steps, -1)
+            else:
+                padded = segments.pad(x) if padded is None else padded
+                outs[part] = core.over_segments(padded, state[name], segments)
             outs[name] = outs[part]
         return outs, (new_state if final_state else None)
 
-    def _heads(self, outs: Dict[str, torch.Tensor]) -> Tuple[Distribution, torch.Tensor]:
-        dist = head_distribution(self.action_head(self.actor_mlp(outs["actor"])), self.discrete,
-                                 self.multi, self.log_std)
-        return dist, self.value_head(self.critic_mlp(outs["critic"])).squeeze(-1)
+    def _heads(self, outs: Dict[str, torch.Tensor], lead: Tuple[int, ...]
+               ) -> Tuple[Distribution, torch.Tensor]:
+        actor, value = self._head_outputs(outs, lead)
+        return head_distribution(actor, self.discrete, self.multi, self.log_std), value
+
+    def _head_outputs(self, outs: Dict[str, torch.Tensor], lead: Tuple[int, ...]
+                      ) -> Tuple[torch.Tensor, torch.Tensor]:
+        """(action head output [*lead, out_dim], V [*lead]) of flat core outputs [B·T, H]."""
+        actor = self.action_head(self.actor_mlp(outs["actor"]))
+        value = self.value_head(self.critic_mlp(outs["critic"]))
+        return actor.reshape(*lead, -1), value.reshape(lead)
 
     def forward(self, obs: Any, state: State, first: torch.Tensor, *, final_state: bool = True
                 ) -> Tuple[Distribution, torch.Tensor, Optional[State]]:
         """obs [B, T, ...], first [B, T] → (π [B, T], V [B, T], state after T); the state is
         None with `final_state=False`, which learning uses: resets inside the sequences then
         cost one fused core call instead of T (RecurrentCore)."""
-        outs, state = self._cores(obs, state, first.bool(), ("actor", "critic"), final_state)
-        return (*self._heads(outs), state)
+        first = first.bool()
+        outs, state = self._cores(obs, state, first, ("actor", "critic"), final_state)
+        return (*self._heads(outs, tuple(first.shape)), state)
+
+    def outputs(self, obs: Any, state: State, first: torch.Tensor
+                ) -> Tuple[torch.Tensor, torch.Tensor]:
+        """(the action head's output [B, T, out_dim], V [B, T]) of obs [B, T, ...] from `state`,
+        first [B, T] bool: what `forward(..., final_state=False)` builds π from (logits for
+        Discrete actions), without the distribution object."""
+        outs, _ = self._cores(obs, state, first, ("actor", "critic"), False)
+        return self._head_outputs(outs, tuple(first.shape))
 
     def step(self, obs: Any, state: State, first: torch.Tensor
              ) -> Tuple[Distribution, torch.Tensor, State]:
         """One step for acting: obs [B, ...], first [B] → (π [B], V [B], state)."""
-        outs, state = self._cores(_unsqueeze(obs), state, first.reshape(-1, 1).bool(),
-                                  ("actor", "critic"))
-        return (*self._heads({k: v.squeeze(1) for k, v in outs.items()}), state)
+        first = first.reshape(-1, 1).bool()
+        outs, state = self._cores(_unsqueeze(obs), state, first, ("actor", "critic"))
+        return (*self._heads(outs, (first.shape[0],)), state)
 
     def critic_states(self, obs: Any, state: State, first: torch.Tensor) -> Dict[str, torch.Tensor]:
         """The critic core's state after each step of obs [B, T, ...]: each key [B, T, H]."""

@@ -12,12 +12,16 @@ learn, per rollout (GAE over the time-ordered rollout, as PPO): `epoch_per_colle
   cuts every env's time line into chunks of `chunk_len` steps (truncated BPTT), shuffles whole
   chunks into minibatches of about `batch_size` steps, re-runs the network over each chunk from
   its recorded start state (resetting where `first` is True inside it) and takes PPO's loss over
-  the chunk's real steps (padding and invalid rows masked out of every mean).
+  the chunk's real steps (padding and invalid rows masked out of every mean). The chunks are
+  cut and converted to tensors once per learn call; a Categorical head's log π comes from its
+  logits without a distribution object, normalised as torch's Categorical normalises them, so
+  the update trains the same weights as through the object (a test pins it); the statistics
+  are computed once per call (per epoch with target_kl).
 Before any update the re-run reproduces the collected log-probs exactly (tests check it).
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping
+from typing import Any, Dict, List, Mapping, NamedTuple
 
 import numpy as np
 import torch
@@ -25,11 +29,12 @@ from torch import nn
 
 from rlpipe.data import RolloutStorage
 from rlpipe.models import batch_rows, obs_as_tensor
+from rlpipe.models.distributions import categorical_log_prob
 from rlpipe.models.recurrent_actor_critic import RecurrentActorCritic
 from rlpipe.schema import count, extend, key
 
-from ._masks import masked_categorical, policy_mask
-from ._ppo_loss import ppo_terms
+from ._masks import masked_categorical, masked_logits, policy_mask
+from ._ppo_loss import clipped_terms, mean_over, ratio_stats
 from .ppo import _ACTIVATIONS, _STATS, PPOPolicy, _PPOCollectFace
 
 __all__ = ["PPOLSTMPolicy"]
@@ -179,14 +184,20 @@ class PPOLSTMPolicy(PPOPolicy):
         lr = self.current_lr()
         for group in self.optimizer.param_groups:
             group["lr"] = lr
+        chunks = self._learn_chunks(store)
+        steps: List[_ChunkStep] = []
         stats = []
         for _ in range(c.epoch_per_collect):
             rng = np.random.default_rng(int(torch.randint(2**62, (), generator=self._learn_rng)))
-            epoch = [self._update_chunks(obs_as_tensor(mb, self.device))
-                     for mb in store.sequence_minibatches(c.chunk_len, n_mb, rng)]
-            stats += epoch
-            if c.target_kl is not None and torch.stack(epoch)[:, 3].mean() > c.target_kl:
-                break
+            steps += [self._update_chunks(mb) for mb in
+                      store.sequence_minibatches(c.chunk_len, n_mb, rng, chunks=chunks)]
+            if c.target_kl is not None:  # the epoch's approx-KL decides whether to go on
+                stats.append(self._chunk_stats(steps))
+                steps = []
+                if stats[-1][:, 3].mean() > c.target_kl:
+                    break
+        if steps:
+            stats.append(self._chunk_stats(steps))
         data = store.data
         valid = np.asarray(data["valid"], bool) if "valid" in data else np.ones(
             np.shape(data["first"]), bool)
@@ -194,19 +205,98 @@ class PPOLSTMPolicy(PPOPolicy):
         if self.model.obs_norm is not None:  # the next rollout is collected with the new stats
             with self._lock:
                 self.model.obs_norm.update(torch.as_tensor(np.asarray(data["obs"])[valid]))
-        out: Dict[str, Any] = dict(zip(_STATS, torch.stack(stats).mean(0).tolist()))
-        out.update(lr=lr, n_updates=len(stats))
+        stats_t = torch.cat(stats)
+        out: Dict[str, Any] = dict(zip(_STATS, stats_t.mean(0).tolist()))
+        out.update(lr=lr, n_updates=int(stats_t.shape[0]))
         return out
 
-    def _update_chunks(self, b: Dict[str, Any]) -> torch.Tensor:
-        """One step on a minibatch of chunks [B, L, ...] from their recorded start states."""
-        dist, value, _ = self.model(b["obs"], b["state"], b["first"], final_state=False)
-        if "action_mask" in b:
-            dist = masked_categorical(dist, b["action_mask"])
-        action = self._net_action(b["raw_action"] if "raw_action" in b else b["action"])
-        old = b["value"] if self.cfg.learn.value_clip is not None else None
-        return self._optimise(ppo_terms(self.cfg.learn, dist, value, action, b["logp"],
-                                        b["advantage"], b["return"], old, mask=b["mask"].bool()))
+    def _learn_chunks(self, store: RolloutStorage) -> Dict[str, Any]:
+        """The rollout's chunks as tensors on the learning device, made once per learn call for
+        all its epochs: only the keys the update reads, the action in network units."""
+        c = self.cfg.learn
+        chunks = store.sequence_chunks(c.chunk_len)
+        keys = ["obs", "state", "first", "mask", "logp", "advantage", "return"]
+        keys += [k for k in ("value", "action_mask")
+                 if k in chunks and (k != "value" or c.value_clip is not None)]
+        out = obs_as_tensor({k: chunks[k] for k in keys}, self.device)
+        out["action"] = self._net_action(obs_as_tensor(
+            chunks["raw_action" if "raw_action" in chunks else "action"], self.device))
+        return out
+
+    def _update_chunks(self, b: Dict[str, Any]) -> "_ChunkStep":
+        """One step on a minibatch of chunks [B, L, ...] from their recorded start states. A
+        Categorical head's log-probabilities come from the logits with no distribution object;
+        the entropy joins the graph only when it has a weight in the loss, and the statistics
+        are left to `_chunk_stats`."""
+        c = self.cfg.learn
+        if self.discrete:
+            logits, value = self.model.outputs(b["obs"], b["state"], b["first"])
+            log_pi = _normalised(logits)
+            if "action_mask" in b:  # the same masked π that acted: in log π(a|s) and the entropy
+                log_pi = _normalised(masked_logits(log_pi, b["action_mask"].bool()))
+            new_logp = categorical_log_prob(log_pi, b["action"])
+            entropy = _entropy(log_pi) if c.entropy_coef else None
+        else:
+            dist, value, _ = self.model(b["obs"], b["state"], b["first"], final_state=False)
+            if "action_mask" in b:
+                dist = masked_categorical(dist, b["action_mask"])
+            new_logp, entropy = dist.log_prob(b["action"]), dist.entropy()
+        old = b["value"] if c.value_clip is not None else None
+        terms = clipped_terms(c, new_logp, entropy, value, b["logp"], b["advantage"], b["return"],
+                              old, mask=b["mask"], stats=False)
+        grad_norm = self._step(terms.loss)
+        return _ChunkStep(torch.stack([terms.policy_loss, terms.value_loss, grad_norm]).detach(),
+                          terms.log_ratio, log_pi.detach() if entropy is None else entropy.detach(),
+                          b["mask"])
+
+    def _chunk_stats(self, steps: List["_ChunkStep"]) -> torch.Tensor:
+        """The statistics of _STATS, one row per minibatch step [k, 6]: the losses and grad norms
+        as the steps recorded them; entropy, approx-KL and clip fraction as means over each
+        minibatch's real steps, computed here for all the steps at once when their minibatches
+        are of one shape."""
+        losses = torch.stack([s.losses for s in steps])
+        if len({s.mask.shape for s in steps}) == 1:
+            k = len(steps)
+            weight = torch.stack([s.mask for s in steps]).reshape(k, -1).float()
+            log_ratio = torch.stack([s.log_ratio for s in steps]).reshape(k, -1)
+            entropy = torch.stack([s.entropy for s in steps])
+            if entropy.dim() == log_ratio.dim() + 2:  # log-probabilities [k, B, L, n]
+                entropy = _entropy(entropy)
+            denom = weight.sum(1).clamp(min=1.0)
+            ent = (entropy.reshape(k, -1) * weight).sum(1) / denom
+            # a left-out step has log-ratio 0, which adds 0 to both sums: rescale the row means
+            # to means over the real steps
+            kl, clip = ratio_stats(log_ratio, self.cfg.learn.clip_ratio, dim=1)
+            scale = log_ratio.shape[1] / denom
+            kl, clip = kl * scale, clip * scale
+        else:
+            ent = torch.stack([mean_over(s.mask, torch.float32)[0](
+                _entropy(s.entropy) if s.entropy.dim() > s.mask.dim() else s.entropy)
+                for s in steps])
+            kl, clip = (torch.stack(x) for x in zip(*(
+                ratio_stats(s.log_ratio, self.cfg.learn.clip_ratio, s.mask) for s in steps)))
+        return torch.stack([losses[:, 0], losses[:, 1], ent, kl, clip, losses[:, 2].float()], 1)
+
+
+class _ChunkStep(NamedTuple):
+    """What one minibatch step leaves for the statistics (all detached)."""
+
+    losses: torch.Tensor     # [policy_loss, value_loss, grad_norm]
+    log_ratio: torch.Tensor  # [B, L], 0 where mask is False
+    entropy: torch.Tensor    # [B, L], or a Categorical's log-probabilities [B, L, n] to take it of
+    mask: torch.Tensor       # [B, L] bool: the real steps
+
+
+def _normalised(logits: torch.Tensor) -> torch.Tensor:
+    """log π from logits [..., n], as torch's Categorical(logits=...) normalises them (so the
+    update trains the same weights as through the distribution object)."""
+    return logits - logits.logsumexp(-1, keepdim=True)
+
+
+def _entropy(log_pi: torch.Tensor) -> torch.Tensor:
+    """−Σ π log π of normalised log-probabilities [..., n], as Categorical.entropy computes it
+    (π by softmax; a masked action's −1e8 adds 0)."""
+    return -(log_pi * log_pi.softmax(-1)).sum(-1)
 
 
 def _mode(dist: Any) -> torch.Tensor:

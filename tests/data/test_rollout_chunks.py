@@ -1,6 +1,7 @@
 """RolloutStorage.sequence_minibatches: time-ordered chunks with start states and first flags."""
 import numpy as np
 import pytest
+import torch
 
 from rlpipe.data import RolloutStorage
 
@@ -70,6 +71,30 @@ def test_gae_is_the_same_as_for_flat_minibatches_and_the_split_is_seeded():
     a = [mb["obs"][:, 0, 0].tolist() for mb in store.sequence_minibatches(2, 3, rng=7)]
     b = [mb["obs"][:, 0, 0].tolist() for mb in store.sequence_minibatches(2, 3, rng=7)]
     assert a == b and sorted(sum(a, [])) == sorted(t * 10 + e for t in (0, 2, 4, 6) for e in range(N))
+
+
+def test_chunks_converted_once_give_the_same_minibatches():
+    """sequence_chunks: every chunk env-major; minibatches cut from them converted to tensors
+    are those of the arrays, with the same draws."""
+    store = rollout()
+    chunks = store.sequence_chunks(3)
+    assert chunks["obs"].shape == (6, 3, 1) and chunks["state"]["h"].shape == (6, 2)
+    assert chunks["obs"][:, 0, 0].tolist() == [0, 30, 60, 1, 31, 61]
+    tensors = {k: {kk: torch.as_tensor(vv) for kk, vv in v.items()} if isinstance(v, dict)
+               else torch.as_tensor(v) for k, v in chunks.items()}
+    pairs = list(zip(store.sequence_minibatches(3, 2, rng=5),
+                     store.sequence_minibatches(3, 2, rng=5, chunks=tensors)))
+    assert len(pairs) == 2
+    for arrays, cut in pairs:
+        assert arrays.keys() == cut.keys() and isinstance(cut["obs"], torch.Tensor)
+        np.testing.assert_array_equal(cut["obs"].numpy(), arrays["obs"])
+        np.testing.assert_array_equal(cut["state"]["h"].numpy(), arrays["state"]["h"])
+        for key in ("first", "mask", "advantage", "action"):
+            np.testing.assert_array_equal(cut[key].numpy(), arrays[key])
+    with pytest.raises(ValueError, match="sequence_chunks: chunk_len"):
+        store.sequence_chunks(0)
+    with pytest.raises(KeyError, match="no 'mask'"):
+        store.sequence_minibatches(3, 2, chunks={"obs": tensors["obs"]})
 
 
 def test_refusals_name_the_problem():

@@ -3,6 +3,7 @@ import pytest
 import torch
 
 from rlpipe.models import RecurrentCore
+from rlpipe.models.recurrent import episode_segments
 
 
 @pytest.mark.parametrize("kind", ["lstm", "gru"])
@@ -52,6 +53,32 @@ def test_segmented_outputs_and_gradients_equal_the_step_loop(kind):
     from_zero, _ = core(x, zero, first, final_state=False)
     assert torch.allclose(from_zero[0], segmented[0], atol=1e-6)
     assert not torch.allclose(from_zero[1], segmented[1], atol=1e-4)
+
+
+def test_cores_over_the_same_rows_share_one_layout_and_padded_input():
+    """An LSTM and a GRU over the same rows: one `episode_segments` layout and one padded input
+    give each core the outputs of its own segmented call, bit for bit, and of the step loop."""
+    torch.manual_seed(2)
+    x = torch.randn(3, 12, 3)
+    first = torch.zeros(3, 12, dtype=torch.bool)
+    first[0, [0, 4, 5, 11]] = True
+    first[2, 7] = True
+    segments = episode_segments(first)
+    assert segments.longest == 12 and segments.row.tolist() == [0, 0, 0, 0, 1, 2, 2]
+    assert segments.keep.squeeze(1).tolist() == [0, 0, 0, 0, 1, 1, 0]
+    padded = segments.pad(x)
+    assert padded.shape == (7, 12, 3) and torch.equal(segments.unpad(padded), x.reshape(36, 3))
+    for kind in ("lstm", "gru"):
+        core = RecurrentCore(3, 8, kind)
+        state = {k: torch.randn(3, 8) for k in core.state_keys}
+        shared = core.over_segments(padded, state, segments).reshape(3, 12, 8)
+        own, _ = core(x, state, first, final_state=False)
+        assert torch.equal(shared, own)
+        stepwise, _ = core(x, state, first)
+        assert torch.allclose(shared, stepwise, atol=1e-6)
+    resets_at_zero_only = torch.zeros(3, 12, dtype=torch.bool)
+    resets_at_zero_only[1, 0] = True
+    assert episode_segments(resets_at_zero_only) is None  # the rows are the segments
 
 
 def test_state_is_carried_when_not_first():
