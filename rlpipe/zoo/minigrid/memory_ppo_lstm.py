@@ -4,9 +4,9 @@ one of two objects at its end, by then out of sight — a memory task. Choosing 
 about half the reward (a memoryless policy's ceiling), so the bar is a mean eval return of 0.8
 within 1M env steps (not yet measured: the budget is an estimate from the corridor's length).
 
-Settings in the spirit of the MiniGrid PPO of minigrid-doorkey-ppo (16 envs × 128 steps, 4
-epochs, lr 7e-4 decaying linearly, entropy bonus 0.01), with one encoder and one LSTM of 128
-units shared by actor and critic, and truncated BPTT over chunks of 32 steps.
+Settings in the spirit of rl-starter-files' MiniGrid PPO (16 envs × 128 steps, 4 epochs, lr
+7e-4, here decaying linearly, entropy bonus 0.01), with one encoder and one LSTM of 128 units
+shared by actor and critic, and truncated BPTT over chunks of 32 steps.
 """
 from typing import Any, Dict
 
