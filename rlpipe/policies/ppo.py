@@ -39,7 +39,8 @@ from rlpipe.models import ActorCritic, batch_rows, obs_as_tensor
 from rlpipe.models.distributions import categorical_entropy, categorical_log_prob
 from rlpipe.schema import key
 
-from ._common import adam, clone_state, grad_step, hard_update, model_spaces, resolve_device
+from ._common import (AdamStep, adam, clone_state, grad_step, hard_update, model_spaces,
+                      resolve_device)
 from ._masks import masked_categorical, masked_logits, masked_mode, policy_mask
 from ._ppo_loss import PPOTerms, clipped_terms, ratio_stats
 from .base import Policy, _CollectFace
@@ -170,6 +171,7 @@ class PPOPolicy(Policy):
         self.acting = copy.deepcopy(self.model).to(self.collect_device).requires_grad_(False)
         self._params = list(self.model.parameters())
         self.optimizer = adam(self._params, c.learn.lr, self.device, eps=1e-5)
+        self._optimizer_step = AdamStep(self.optimizer)  # optimizer.step(), the same bits
         # without a seed, draw one from torch's global RNG (so a seeded run stays reproducible)
         seed = c.seed if c.seed is not None else int(torch.randint(2**62, ()).item())
         self._collect_rng = torch.Generator(self.collect_device).manual_seed(seed)
@@ -377,7 +379,7 @@ class PPOPolicy(Policy):
         grad_norm = grad_step(self.optimizer, loss, self._params, self.cfg.learn.grad_clip,
                               norm=True)
         with self._lock:
-            self.optimizer.step()
+            self._optimizer_step()
             self.train_iter += 1
         return grad_norm
 
