@@ -36,6 +36,7 @@ from torch import nn
 
 from rlpipe.data import to_torch
 from rlpipe.models import ActorCritic, batch_rows, obs_as_tensor
+from rlpipe.models.actor_critic import head_distribution
 from rlpipe.models.distributions import categorical_entropy, categorical_log_prob
 from rlpipe.schema import key
 
@@ -321,8 +322,15 @@ class PPOPolicy(Policy):
             keys.append("action_mask")
         # the observation as plain (nested) dicts of tensors: minibatches index them per key
         # without going through a tree library
-        b = dict(to_torch({k: batch[k] for k in keys if k != "obs"}, self.device),
-                 obs=obs_as_tensor(batch["obs"], self.device))
+        b = dict(to_torch({k: batch[k] for k in keys if k != "obs"}, self.device))
+        obs = obs_as_tensor(batch["obs"], self.device)
+        # where the network's input stage holds no weights (parts read flat or one-hot), its
+        # output is computed here once, and the minibatches take rows of it
+        features = self.model.fixed_features(obs)
+        if features is None:
+            b["obs"] = obs
+        else:
+            b["features"] = features
         n = int(b["adv"].shape[0])
         if n == 0:
             raise ValueError("PPO learn batch has no rows.")
@@ -344,7 +352,7 @@ class PPOPolicy(Policy):
         self.learned_env_steps += n
         if self.model.obs_norm is not None:  # the next rollout is collected with the new stats
             with self._lock:
-                self.model.obs_norm.update(b["obs"])
+                self.model.obs_norm.update(obs)
         out: Dict[str, Any] = dict(zip(_STATS, torch.cat(stats).mean(0).tolist()))
         out.update(lr=lr, n_updates=n_updates)
         return out
@@ -355,14 +363,20 @@ class PPOPolicy(Policy):
         object; the entropy joins the graph only when it has a weight in the loss."""
         c = self.cfg.learn
         mask = mb.get("action_mask")
+        features = mb.get("features")
         if self.discrete:
-            logits, value = self.model.outputs(mb["obs"])
+            logits, value = (self.model.outputs(mb["obs"]) if features is None
+                             else self.model.head_outputs(features))
             log_pi = torch.log_softmax(masked_logits(logits, None if mask is None else mask.bool()),
                                        -1)
             new_logp = categorical_log_prob(log_pi, mb["action"])
             entropy = categorical_entropy(log_pi) if c.entropy_coef else None
         else:
-            dist, value = self.model(mb["obs"])
+            if features is None:
+                dist, value = self.model(mb["obs"])
+            else:
+                out, value = self.model.head_outputs(features)
+                dist = head_distribution(out, False, self.model.multi, self.model.log_std)
             if mask is not None:  # the same masked π that acted: in log π(a|s) and the entropy
                 dist = masked_categorical(dist, mask)
             new_logp, entropy = dist.log_prob(mb["action"]), dist.entropy()
