@@ -43,7 +43,7 @@ from rlpipe.schema import key
 from ._common import (AdamStep, adam, clone_state, grad_step, hard_update, model_spaces,
                       resolve_device)
 from ._masks import masked_categorical, masked_logits, masked_mode, policy_mask
-from ._ppo_loss import PPOTerms, clipped_terms, ratio_stats
+from ._ppo_loss import PPOTerms, clipped_terms, normalise_adv, ratio_stats
 from .base import Policy, _CollectFace
 
 __all__ = ["PPOPolicy"]
@@ -74,6 +74,16 @@ def _minibatches(tree: Any, size: int) -> List[Any]:
         return list(tree.split(size))
     keys, parts = list(tree), [_minibatches(v, size) for v in tree.values()]
     return [dict(zip(keys, rows)) for rows in zip(*parts)]
+
+
+def _normalise_per_minibatch(adv: torch.Tensor, size: int) -> torch.Tensor:
+    """`adv` [n] with each run of `size` rows (the epoch's minibatches, the last one may be
+    shorter) normalised within itself: the whole minibatches in one pass over a [k, size] view."""
+    whole = adv.shape[0] // size * size
+    parts = [normalise_adv(adv[:whole].view(-1, size), dim=1).reshape(-1)] if whole else []
+    if whole < adv.shape[0]:
+        parts.append(normalise_adv(adv[whole:]))
+    return parts[0] if len(parts) == 1 else torch.cat(parts)
 
 
 class _PPOCollectFace(_CollectFace):
@@ -343,8 +353,11 @@ class PPOPolicy(Policy):
         for _ in range(c.epoch_per_collect):
             order = torch.randperm(n, generator=self._learn_rng).to(self.device)
             # one gather and one split per key and epoch; the minibatches are views of it
+            shuffled = _rows(b, order)
+            if c.adv_norm:  # every minibatch's advantages normalised within it, at once
+                shuffled["adv"] = _normalise_per_minibatch(shuffled["adv"].float(), c.batch_size)
             epoch = self._epoch_stats([self._update(mb) for mb in
-                                       _minibatches(_rows(b, order), c.batch_size)])
+                                       _minibatches(shuffled, c.batch_size)])
             stats.append(epoch)
             n_updates += epoch.shape[0]
             if c.target_kl is not None and epoch[:, 3].mean() > c.target_kl:
@@ -382,7 +395,7 @@ class PPOPolicy(Policy):
             new_logp, entropy = dist.log_prob(mb["action"]), dist.entropy()
         old = mb["value"] if c.value_clip is not None else None
         terms = clipped_terms(c, new_logp, entropy, value, mb["logp"], mb["adv"], mb["return"],
-                              old, stats=False)
+                              old, stats=False, adv_normalised=True)
         grad_norm = self._step(terms.loss)
         return _Step(torch.stack([terms.policy_loss, terms.value_loss, grad_norm]).detach(),
                      terms.log_ratio,
