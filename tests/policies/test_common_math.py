@@ -40,6 +40,19 @@ def test_clip_grad_norm_matches_torch_bit_for_bit(max_norm, scale):
             pytest.approx(max_norm, rel=1e-4)
 
 
+@pytest.mark.parametrize("bad", [math.nan, math.inf])
+def test_clip_grad_norm_of_non_finite_gradients_is_torchs(bad):
+    """A NaN or infinite gradient makes the factor NaN or 0, never 1: the gradients are
+    multiplied as torch multiplies them."""
+    ours, theirs = net_with_grads(4, 1.0), net_with_grads(4, 1.0)
+    for params in (ours, theirs):
+        params[0].grad[0, 0] = bad
+    assert torch.equal(clip_grad_norm(ours, 0.5).nan_to_num(7.0),
+                       nn.utils.clip_grad_norm_(theirs, 0.5).nan_to_num(7.0))
+    for a, b in zip(grads(ours), grads(theirs)):
+        assert (a is None and b is None) or torch.equal(a.nan_to_num(7.0), b.nan_to_num(7.0))
+
+
 def test_clip_grad_norm_with_mixed_dtypes_or_no_gradients_is_torchs():
     mixed = net_with_grads(1, 10.0) + net_with_grads(2, 10.0, torch.float64)
     reference = net_with_grads(1, 10.0) + net_with_grads(2, 10.0, torch.float64)
