@@ -17,8 +17,14 @@ alternating, the best of each kept. rlpipe runs the network of SB3's policy (the
 separate 64-64 tanh MLPs; the `minigrid-doorkey-ppo` entry) and the small conv trunk (`--net
 conv`). The ratio is rlpipe / SB3 (target <= 0.6).
 
+`--ppo-update` measures rlpipe's PPO update alone: one rollout collected with SB3's network
+(`--net mlp`) is learned from again and again from the same weights, optimiser state and
+shuffling seed; it prints the best CPU ms per minibatch over the repetitions and torch.profiler's
+count of aten ops per minibatch (a figure that does not move with the machine's load).
+
 Run:  python benchmarks/dict_obs_throughput.py [--quick]
       python benchmarks/dict_obs_throughput.py --ppo [--net mlp|conv|both] [--rollouts 8]
+      python benchmarks/dict_obs_throughput.py --ppo-update [--net mlp|conv] [--rounds 7]
 """
 from __future__ import annotations
 
@@ -133,6 +139,47 @@ def rlpipe_ppo_cpu(net: str, rollouts: int) -> float:
     return cpu / steps
 
 
+def rlpipe_update_cpu(net: str, repeats: int) -> "tuple[float, float]":
+    """(best CPU seconds per minibatch, aten ops per minibatch) of PPO's update on one rollout."""
+    import copy
+
+    from torch.profiler import profile
+
+    from rlpipe.middleware import gae_estimator
+    from rlpipe.pipelines.onpolicy import resolve_config
+    from rlpipe.policies import PPOPolicy
+
+    cfg = resolve_config(PPOPolicy, dict(
+        env=dict(id=DOORKEY, n_envs=8),
+        policy=dict(seed=0, model=NETS[net], collect=dict(n_sample=1024),
+                    learn=dict(lr=2.5e-4, epoch_per_collect=10, batch_size=64))))
+    env = EnvManager(DOORKEY, n_envs=8, seed=0, mode="sync")
+    policy = PPOPolicy(cfg.policy, env.observation_space, env.action_space)
+    batches = []
+    task = Task()
+    with task.start(ctx=OnlineRLContext()):
+        task.use(StepCollector(cfg, policy.collect_mode, env))
+        task.use(gae_estimator(cfg, policy.collect_mode))
+        task.use(lambda ctx: batches.append(ctx.train_data))
+        task.run(max_step=1)
+    env.close()
+    policy.learn_mode.forward(batches[0])  # the optimiser's state exists from here on
+    state = copy.deepcopy(policy.state_dict())
+
+    def learn() -> "tuple[float, int]":
+        # a copy each time: the optimiser keeps the loaded tensors and steps them in place
+        policy.load_state_dict(copy.deepcopy(state))
+        start = time.process_time()
+        n_updates = policy.learn_mode.forward(batches[0])["n_updates"]
+        return time.process_time() - start, n_updates
+
+    best = min(cpu / n for cpu, n in (learn() for _ in range(repeats)))
+    with profile() as prof:
+        _, n_updates = learn()
+    ops = sum(e.count for e in prof.key_averages() if e.key.startswith("aten::"))
+    return best, ops / n_updates
+
+
 def sb3_ppo_cpu(rollouts: int) -> float:
     """CPU seconds per env step of SB3's PPO with MultiInputPolicy on the same env."""
     from stable_baselines3 import PPO
@@ -170,10 +217,18 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--ppo", action="store_true", help="PPO on DoorKey beside SB3's")
+    parser.add_argument("--ppo-update", action="store_true",
+                        help="rlpipe's PPO update alone: CPU ms and aten ops per minibatch")
     parser.add_argument("--net", choices=("mlp", "conv", "both"), default="both")
     parser.add_argument("--rollouts", type=int, default=8, help="--ppo: measured rollouts")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    if args.ppo_update:
+        for net in ["mlp", "conv"] if args.net == "both" else [args.net]:
+            cpu, ops = rlpipe_update_cpu(net, args.rounds + 4)
+            print(f"PPO update, net {net}: {1e3 * cpu:.3f} CPU ms / minibatch (best of "
+                  f"{args.rounds + 4}), {ops:.0f} aten ops / minibatch")
+        return
     if args.ppo:
         ppo_main(["mlp", "conv"] if args.net == "both" else [args.net],
                  2 if args.quick else args.rollouts, args.rounds)

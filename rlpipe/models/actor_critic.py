@@ -180,6 +180,28 @@ class ActorCritic(nn.Module):
         actor, critic = self._features(obs)
         return self.action_head.forward(actor), self.value_head.forward(critic).squeeze(-1)
 
+    def fixed_features(self, obs: Any) -> "torch.Tensor | None":
+        """The actor's and the critic's common MLP input for a batch [B, F], when computing it
+        takes no weight (separate encoders whose parts are read flat or one-hot:
+        `shared_features`; the observation normaliser, if any, as its statistics stand), else
+        None. A learner computes it once per batch and gives rows of it to `head_outputs`, in
+        place of `outputs` recomputing it for every minibatch (the same values: the input stage
+        works row by row)."""
+        if not self.shared_features:
+            return None
+        if self.obs_norm is not None:
+            obs = self.obs_norm(obs)
+        return self.actor_encoder.features(obs)
+
+    def head_outputs(self, features: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """`outputs` of the observations whose `fixed_features` are `features`."""
+        if not self.shared_features:
+            raise ValueError("ActorCritic.head_outputs: this network's encoders hold weights "
+                             "before their MLPs (or are one shared encoder), so it has no "
+                             "fixed_features; call outputs(obs)")
+        return (self.action_head.forward(self.actor_encoder.head(features)),
+                self.value_head.forward(self.critic_encoder.head(features)).squeeze(-1))
+
     def dist(self, obs: torch.Tensor) -> Distribution:
         """The action distribution alone (`log_prob`/`entropy` are summed over action dims)."""
         if self.obs_norm is not None:

@@ -8,6 +8,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import torch
 from torch import nn
+from torch.optim.optimizer import _global_optimizer_post_hooks as _GLOBAL_POST_HOOKS
+from torch.optim.optimizer import _global_optimizer_pre_hooks as _GLOBAL_PRE_HOOKS
 
 
 def resolve_device(name: str) -> torch.device:
@@ -112,6 +114,78 @@ def adam(params: List[torch.Tensor], lr: float, device: torch.device,
     return torch.optim.Adam(params, lr=lr, eps=eps, fused=device.type in ("cpu", "cuda"))
 
 
+class AdamStep:
+    """`optimizer.step()` for a plain fused Adam on the CPU (as `adam()` makes it: one
+    parameter group, no weight decay, amsgrad or maximize), calling torch's fused kernel with
+    the arguments `Adam.step` gives it, so the same parameters and state to the bit.
+
+    `Adam.step` spends most of a small network's step around the kernel: its profiler range and
+    hooks, regathering the parameters, gradients and moments from its state on every call, and
+    one add per parameter (with a scalar-to-tensor copy each) to count the steps. Here the lists
+    are gathered once and the step counters of the state are views of one tensor, counted up
+    with one add. The lists are gathered again when the state was replaced
+    (`optimizer.load_state_dict`). Anything else (a hook, another optimizer or setting, a
+    parameter without a gradient, the first step, which creates the state) goes to
+    `optimizer.step()`."""
+
+    __slots__ = ("optimizer", "_bound")
+
+    def __init__(self, optimizer: torch.optim.Optimizer) -> None:
+        self.optimizer = optimizer
+        self._bound: Optional[Tuple[Any, ...]] = None  # (params, moments, squares, steps, counts)
+
+    def __call__(self) -> None:
+        opt = self.optimizer
+        bound = self._bound
+        if bound is None or opt.state.get(bound[0][0], {}).get("step") is not bound[3][0]:
+            bound = self._bound = self._bind()
+        if (bound is None or opt._optimizer_step_pre_hooks or opt._optimizer_step_post_hooks
+                or _GLOBAL_PRE_HOOKS or _GLOBAL_POST_HOOKS):
+            opt.step()
+            return
+        params, exp_avgs, exp_avg_sqs, steps, counts = bound
+        grads = [p.grad for p in params]
+        if any(g is None for g in grads):
+            opt.step()
+            return
+        group = opt.param_groups[0]
+        beta1, beta2 = group["betas"]
+        with torch.no_grad():
+            counts.add_(1)
+            torch._fused_adam_(params, grads, exp_avgs, exp_avg_sqs, [], steps, amsgrad=False,
+                               lr=group["lr"], beta1=beta1, beta2=beta2,
+                               weight_decay=group["weight_decay"], eps=group["eps"],
+                               maximize=False, grad_scale=None, found_inf=None)
+
+    def _bind(self) -> Optional[Tuple[Any, ...]]:
+        """The lists the kernel takes, with the step counters made views of one tensor; None
+        when this optimizer or its state is not one the direct call covers."""
+        opt = self.optimizer
+        if type(opt) is not torch.optim.Adam or len(opt.param_groups) != 1:
+            return None
+        group = opt.param_groups[0]
+        if (not group["fused"] or group["amsgrad"] or group["maximize"] or group["capturable"]
+                or group["differentiable"] or group["weight_decay"]
+                or group.get("decoupled_weight_decay") or isinstance(group["lr"], torch.Tensor)):
+            return None
+        params = list(group["params"])
+        states = [opt.state.get(p) for p in params]
+        if not params or any(not s for s in states) or not all(
+                p.device.type == "cpu" and p.dtype == torch.float32 and type(p.data) is
+                torch.Tensor for p in params):
+            return None
+        steps = [s["step"] for s in states]
+        if any(t.shape != () or t.dtype != torch.float32 or t.device.type != "cpu"
+               for t in steps):
+            return None
+        counts = torch.stack(steps)
+        views = list(counts.unbind())
+        for state, view in zip(states, views):
+            state["step"] = view
+        return (params, [s["exp_avg"] for s in states], [s["exp_avg_sq"] for s in states],
+                views, counts)
+
+
 def check_td_batch(batch: Mapping[str, Any], algo: str) -> None:
     """Raise `KeyError` naming what a one-step TD learn batch lacks (obs, action, reward,
     next_obs, and terminated or an n-step discount)."""
@@ -165,7 +239,11 @@ def clip_grad_norm(params: List[torch.Tensor], max_norm: Optional[float]) -> tor
         total = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads, 2.0)), 2.0)
         if max_norm is not None:  # with no limit the factor is min(inf, 1) = 1: nothing changes
             factor = torch.clamp(float(max_norm) / (total + 1e-6), max=1.0)
-            torch._foreach_mul_(grads, factor)
+            # x · 1.0 is x to the bit, so a norm within the limit leaves the gradients as they
+            # are; on the CPU reading the factor costs less than one multiply per tensor (on a
+            # GPU it would wait for the device)
+            if grads[0].device.type != "cpu" or factor.item() != 1.0:
+                torch._foreach_mul_(grads, factor)
     return total
 
 

@@ -64,10 +64,13 @@ def clipped_terms(c: Any, new_logp: torch.Tensor, entropy: Optional[torch.Tensor
                   old_value: Optional[torch.Tensor] = None,
                   mask: Optional[torch.Tensor] = None, *,
                   value_err: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = half_square,
-                  unbiased_adv_std: bool = True, stats: bool = True) -> PPOTerms:
+                  unbiased_adv_std: bool = True, stats: bool = True,
+                  adv_normalised: bool = False) -> PPOTerms:
     """`ppo_terms` from log π(a|s) per row (`new_logp`) and the entropy per row (`entropy`; None
     leaves it out of the loss, which c.entropy_coef must then be 0 for). With `stats=False`
-    approx_kl and clip_frac are None: `ratio_stats(terms.log_ratio)` gives them later."""
+    approx_kl and clip_frac are None: `ratio_stats(terms.log_ratio)` gives them later. With
+    `adv_normalised`, `adv` is taken as it is (the caller normalised it with `normalise_adv`
+    where c.adv_norm asks for it)."""
     if entropy is None and c.entropy_coef:
         raise ValueError(f"clipped_terms: policy.learn.entropy_coef={c.entropy_coef} weighs the "
                          "entropy in the loss, but no entropy was given; pass the per-row entropy")
@@ -77,21 +80,18 @@ def clipped_terms(c: Any, new_logp: torch.Tensor, entropy: Optional[torch.Tensor
     ratio = log_ratio.exp()
     adv = adv.float()
     mean, count = mean_over(mask, adv.dtype)
-    if c.adv_norm:
+    if c.adv_norm and not adv_normalised:
         if mask is None:
-            n = adv.numel()
-            if n > 1:
-                centred = adv - mean(adv)
-                var = mean(centred ** 2).mul(n / (n - int(unbiased_adv_std)))
-                adv = centred / (var.sqrt() + 1e-8)
+            adv = normalise_adv(adv, unbiased_adv_std)
         else:  # normalised where more than one row is present, as the unmasked branch
             centred = adv - mean(adv)
             var = mean(centred ** 2)
             if unbiased_adv_std:  # n / (n − 1) in float64, rounded once as the Python float is
                 var = var.mul((count.double() / (count.double() - 1.0)).to(var.dtype))
             adv = torch.where(count > 1, centred / (var.sqrt() + 1e-8), adv)
-    policy_loss = mean(torch.max(-adv * ratio, -adv * ratio.clamp(1.0 - c.clip_ratio,
-                                                                  1.0 + c.clip_ratio)))
+    neg_adv = -adv
+    policy_loss = mean(torch.max(neg_adv * ratio, neg_adv * ratio.clamp(1.0 - c.clip_ratio,
+                                                                        1.0 + c.clip_ratio)))
     ret = ret.float()
     err = value_err(value, ret)
     if c.value_clip is not None:  # the critic may not move further than c from its old value
@@ -107,6 +107,24 @@ def clipped_terms(c: Any, new_logp: torch.Tensor, entropy: Optional[torch.Tensor
     if stats:
         approx_kl, clip_frac = ratio_stats(log_ratio, c.clip_ratio, mask)
     return PPOTerms(loss, policy_loss, value_loss, entropy, approx_kl, clip_frac, log_ratio)
+
+
+def normalise_adv(adv: torch.Tensor, unbiased: bool = True,
+                  dim: Optional[int] = None) -> torch.Tensor:
+    """Advantages normalised to mean 0 and std 1: over the whole tensor, or along `dim` (dim=1
+    of [minibatches, rows]: each minibatch within itself, in one pass and to the same bits as
+    one at a time). The std is the sample std (n − 1) when `unbiased`, else the population std;
+    a single row is left as it is."""
+    n = adv.numel() if dim is None else adv.shape[dim]
+    if n <= 1:
+        return adv
+    if dim is None:
+        centred = adv - torch.mean(adv)
+        var = torch.mean(centred ** 2).mul(n / (n - int(unbiased)))
+    else:
+        centred = adv - adv.mean(dim, keepdim=True)
+        var = (centred ** 2).mean(dim, keepdim=True).mul(n / (n - int(unbiased)))
+    return centred / (var.sqrt() + 1e-8)
 
 
 @torch.no_grad()

@@ -36,12 +36,14 @@ from torch import nn
 
 from rlpipe.data import to_torch
 from rlpipe.models import ActorCritic, batch_rows, obs_as_tensor
+from rlpipe.models.actor_critic import head_distribution
 from rlpipe.models.distributions import categorical_entropy, categorical_log_prob
 from rlpipe.schema import key
 
-from ._common import adam, clone_state, grad_step, hard_update, model_spaces, resolve_device
+from ._common import (AdamStep, adam, clone_state, grad_step, hard_update, model_spaces,
+                      resolve_device)
 from ._masks import masked_categorical, masked_logits, masked_mode, policy_mask
-from ._ppo_loss import PPOTerms, clipped_terms, ratio_stats
+from ._ppo_loss import PPOTerms, clipped_terms, normalise_adv, ratio_stats
 from .base import Policy, _CollectFace
 
 __all__ = ["PPOPolicy"]
@@ -72,6 +74,16 @@ def _minibatches(tree: Any, size: int) -> List[Any]:
         return list(tree.split(size))
     keys, parts = list(tree), [_minibatches(v, size) for v in tree.values()]
     return [dict(zip(keys, rows)) for rows in zip(*parts)]
+
+
+def _normalise_per_minibatch(adv: torch.Tensor, size: int) -> torch.Tensor:
+    """`adv` [n] with each run of `size` rows (the epoch's minibatches, the last one may be
+    shorter) normalised within itself: the whole minibatches in one pass over a [k, size] view."""
+    whole = adv.shape[0] // size * size
+    parts = [normalise_adv(adv[:whole].view(-1, size), dim=1).reshape(-1)] if whole else []
+    if whole < adv.shape[0]:
+        parts.append(normalise_adv(adv[whole:]))
+    return parts[0] if len(parts) == 1 else torch.cat(parts)
 
 
 class _PPOCollectFace(_CollectFace):
@@ -170,6 +182,7 @@ class PPOPolicy(Policy):
         self.acting = copy.deepcopy(self.model).to(self.collect_device).requires_grad_(False)
         self._params = list(self.model.parameters())
         self.optimizer = adam(self._params, c.learn.lr, self.device, eps=1e-5)
+        self._optimizer_step = AdamStep(self.optimizer)  # optimizer.step(), the same bits
         # without a seed, draw one from torch's global RNG (so a seeded run stays reproducible)
         seed = c.seed if c.seed is not None else int(torch.randint(2**62, ()).item())
         self._collect_rng = torch.Generator(self.collect_device).manual_seed(seed)
@@ -319,8 +332,15 @@ class PPOPolicy(Policy):
             keys.append("action_mask")
         # the observation as plain (nested) dicts of tensors: minibatches index them per key
         # without going through a tree library
-        b = dict(to_torch({k: batch[k] for k in keys if k != "obs"}, self.device),
-                 obs=obs_as_tensor(batch["obs"], self.device))
+        b = dict(to_torch({k: batch[k] for k in keys if k != "obs"}, self.device))
+        obs = obs_as_tensor(batch["obs"], self.device)
+        # where the network's input stage holds no weights (parts read flat or one-hot), its
+        # output is computed here once, and the minibatches take rows of it
+        features = self.model.fixed_features(obs)
+        if features is None:
+            b["obs"] = obs
+        else:
+            b["features"] = features
         n = int(b["adv"].shape[0])
         if n == 0:
             raise ValueError("PPO learn batch has no rows.")
@@ -333,8 +353,11 @@ class PPOPolicy(Policy):
         for _ in range(c.epoch_per_collect):
             order = torch.randperm(n, generator=self._learn_rng).to(self.device)
             # one gather and one split per key and epoch; the minibatches are views of it
+            shuffled = _rows(b, order)
+            if c.adv_norm:  # every minibatch's advantages normalised within it, at once
+                shuffled["adv"] = _normalise_per_minibatch(shuffled["adv"].float(), c.batch_size)
             epoch = self._epoch_stats([self._update(mb) for mb in
-                                       _minibatches(_rows(b, order), c.batch_size)])
+                                       _minibatches(shuffled, c.batch_size)])
             stats.append(epoch)
             n_updates += epoch.shape[0]
             if c.target_kl is not None and epoch[:, 3].mean() > c.target_kl:
@@ -342,7 +365,7 @@ class PPOPolicy(Policy):
         self.learned_env_steps += n
         if self.model.obs_norm is not None:  # the next rollout is collected with the new stats
             with self._lock:
-                self.model.obs_norm.update(b["obs"])
+                self.model.obs_norm.update(obs)
         out: Dict[str, Any] = dict(zip(_STATS, torch.cat(stats).mean(0).tolist()))
         out.update(lr=lr, n_updates=n_updates)
         return out
@@ -353,20 +376,26 @@ class PPOPolicy(Policy):
         object; the entropy joins the graph only when it has a weight in the loss."""
         c = self.cfg.learn
         mask = mb.get("action_mask")
+        features = mb.get("features")
         if self.discrete:
-            logits, value = self.model.outputs(mb["obs"])
+            logits, value = (self.model.outputs(mb["obs"]) if features is None
+                             else self.model.head_outputs(features))
             log_pi = torch.log_softmax(masked_logits(logits, None if mask is None else mask.bool()),
                                        -1)
             new_logp = categorical_log_prob(log_pi, mb["action"])
             entropy = categorical_entropy(log_pi) if c.entropy_coef else None
         else:
-            dist, value = self.model(mb["obs"])
+            if features is None:
+                dist, value = self.model(mb["obs"])
+            else:
+                out, value = self.model.head_outputs(features)
+                dist = head_distribution(out, False, self.model.multi, self.model.log_std)
             if mask is not None:  # the same masked π that acted: in log π(a|s) and the entropy
                 dist = masked_categorical(dist, mask)
             new_logp, entropy = dist.log_prob(mb["action"]), dist.entropy()
         old = mb["value"] if c.value_clip is not None else None
         terms = clipped_terms(c, new_logp, entropy, value, mb["logp"], mb["adv"], mb["return"],
-                              old, stats=False)
+                              old, stats=False, adv_normalised=True)
         grad_norm = self._step(terms.loss)
         return _Step(torch.stack([terms.policy_loss, terms.value_loss, grad_norm]).detach(),
                      terms.log_ratio,
@@ -377,7 +406,7 @@ class PPOPolicy(Policy):
         grad_norm = grad_step(self.optimizer, loss, self._params, self.cfg.learn.grad_clip,
                               norm=True)
         with self._lock:
-            self.optimizer.step()
+            self._optimizer_step()
             self.train_iter += 1
         return grad_norm
 

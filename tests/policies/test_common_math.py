@@ -1,6 +1,8 @@
 """The shared learn-step pieces in rlpipe/policies/_common.py agree bit for bit with the plain
 torch they stand for: gradient clipping with torch.nn.utils.clip_grad_norm_, the bootstrap
-weight with gamma · (1 − terminated), a gradient step with zero_grad, backward and clipping."""
+weight with gamma · (1 − terminated), a gradient step with zero_grad, backward and clipping, and
+AdamStep with Adam.step."""
+import copy
 import math
 
 import numpy as np
@@ -8,7 +10,7 @@ import pytest
 import torch
 from torch import nn
 
-from rlpipe.policies._common import clip_grad_norm, grad_step, td_discount
+from rlpipe.policies._common import AdamStep, adam, clip_grad_norm, grad_step, td_discount
 
 
 def net_with_grads(seed, scale, dtype=torch.float32):
@@ -36,6 +38,19 @@ def test_clip_grad_norm_matches_torch_bit_for_bit(max_norm, scale):
     if max_norm is not None and expected > max_norm:  # it clipped: the norm is now max_norm
         assert nn.utils.get_total_norm([p.grad for p in ours if p.grad is not None]) == \
             pytest.approx(max_norm, rel=1e-4)
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf])
+def test_clip_grad_norm_of_non_finite_gradients_is_torchs(bad):
+    """A NaN or infinite gradient makes the factor NaN or 0, never 1: the gradients are
+    multiplied as torch multiplies them."""
+    ours, theirs = net_with_grads(4, 1.0), net_with_grads(4, 1.0)
+    for params in (ours, theirs):
+        params[0].grad[0, 0] = bad
+    assert torch.equal(clip_grad_norm(ours, 0.5).nan_to_num(7.0),
+                       nn.utils.clip_grad_norm_(theirs, 0.5).nan_to_num(7.0))
+    for a, b in zip(grads(ours), grads(theirs)):
+        assert (a is None and b is None) or torch.equal(a.nan_to_num(7.0), b.nan_to_num(7.0))
 
 
 def test_clip_grad_norm_with_mixed_dtypes_or_no_gradients_is_torchs():
@@ -83,3 +98,88 @@ def test_grad_step_starts_from_no_gradients_like_zero_grad():
             assert (a is None and b is None) or torch.equal(a, b)
         opt_ours.step()
         opt_theirs.step()
+
+
+def adam_twins(**kwargs):
+    """Two equal small networks, each with its own fused Adam of the same settings."""
+    torch.manual_seed(3)
+    nets = [nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 2))]
+    nets.append(copy.deepcopy(nets[0]))
+    return nets, [torch.optim.Adam(n.parameters(), **kwargs) for n in nets]
+
+
+def backward_on(net, x):
+    for p in net.parameters():
+        p.grad = None
+    net(x).square().mean().backward()
+
+
+def same_training(nets, optims):
+    params = all(torch.equal(a, b) for a, b in zip(nets[0].parameters(), nets[1].parameters()))
+    states = [[optim.state[p] for p in net.parameters()] for net, optim in zip(nets, optims)]
+    moments = all(torch.equal(a[k], b[k]) for a, b in zip(*states)
+                  for k in ("exp_avg", "exp_avg_sq", "step"))
+    return params and moments
+
+
+@pytest.mark.parametrize("lr", [2.5e-4, 3e-2])
+def test_adam_step_trains_as_adam_step_bit_for_bit(lr):
+    nets, optims = adam_twins(lr=lr, eps=1e-5, fused=True)
+    step = AdamStep(optims[1])
+    for i in range(6):
+        x = torch.randn(9, 6)
+        backward_on(nets[0], x)
+        optims[0].step()
+        backward_on(nets[1], x)
+        step()
+        assert same_training(nets, optims), f"step {i}"
+    assert step._bound is not None  # past the first step it called the kernel itself
+
+
+def test_adam_step_follows_a_loaded_state_and_counts_into_the_optimizers_state():
+    nets, optims = adam_twins(lr=1e-2, fused=True)
+    step = AdamStep(optims[1])
+    for _ in range(3):
+        x = torch.randn(9, 6)
+        backward_on(nets[0], x)
+        optims[0].step()
+        backward_on(nets[1], x)
+        step()
+    saved = copy.deepcopy(optims[0].state_dict())
+    optims[1].load_state_dict(copy.deepcopy(saved))
+    nets[1].load_state_dict(nets[0].state_dict())
+    for _ in range(2):
+        x = torch.randn(9, 6)
+        backward_on(nets[0], x)
+        optims[0].step()
+        backward_on(nets[1], x)
+        step()
+    assert same_training(nets, optims)
+    assert optims[1].state_dict()["state"][0]["step"].item() == 5.0
+
+
+@pytest.mark.parametrize("setting", [dict(weight_decay=0.1), dict(amsgrad=True),
+                                     dict(fused=False)])
+def test_adam_step_leaves_other_settings_and_hooks_to_adam(setting):
+    nets, optims = adam_twins(**dict(dict(lr=1e-2, fused=True), **setting))
+    step = AdamStep(optims[1])
+    calls = []
+    optims[1].register_step_post_hook(lambda *args: calls.append(1))
+    for _ in range(3):
+        x = torch.randn(9, 6)
+        backward_on(nets[0], x)
+        optims[0].step()
+        backward_on(nets[1], x)
+        step()
+    assert same_training(nets, optims)
+    assert len(calls) == 3  # every step went through Adam.step, which runs the hook
+
+
+def test_adam_step_of_rlpipes_adam_calls_the_kernel_itself():
+    torch.manual_seed(0)
+    net = nn.Linear(4, 2)
+    step = AdamStep(adam(list(net.parameters()), 1e-3, torch.device("cpu")))
+    for _ in range(2):
+        backward_on(net, torch.randn(3, 4))
+        step()
+    assert step._bound is not None

@@ -275,3 +275,52 @@ def test_dict_obs_minibatches_are_plain_tensors_covering_each_row_once_per_epoch
     for epoch in (seen[:3], seen[3:]):
         assert sorted(sum(epoch, [])) == list(range(n))
     assert sum(seen[:3], []) != sum(seen[3:], [])  # reshuffled each epoch
+
+
+@pytest.mark.parametrize("action_space", [ACT2, BOX2])
+def test_fixed_input_stage_is_computed_once_per_batch_and_learns_the_same_bits(action_space):
+    """With the grid read flat and the direction one-hot (no weights before the MLPs), the
+    update computes that input once for the whole batch and each minibatch takes its rows; the
+    weights it ends with are those of the update that runs the whole network per minibatch."""
+    space = gym.spaces.Dict({"image": gym.spaces.Box(0, 10, (7, 7, 3), np.uint8),
+                             "direction": gym.spaces.Discrete(4)})
+    cfg = {"model": {"encoders": {"image": "mlp"}},
+           "learn": {"epoch_per_collect": 2, "batch_size": 16}}
+    fast, plain = ppo(cfg, space, action_space), ppo(cfg, space, action_space)
+    rng = np.random.default_rng(0)
+    n = 40
+    obs = {"image": rng.integers(0, 11, (n, 7, 7, 3), dtype=np.uint8),
+           "direction": rng.integers(0, 4, n)}
+    batch = {"obs": obs, **fast.collect_mode.forward(obs)}
+    batch["adv"] = rng.normal(size=n).astype(np.float32)
+    batch["return"] = (batch["value"] + batch["adv"]).astype(np.float32)
+    computed = []
+    fixed = fast.model.fixed_features
+
+    def counting(o):
+        computed.append(int(o["direction"].shape[0]))
+        return fixed(o)
+
+    fast.model.fixed_features = counting
+    plain.model.fixed_features = lambda o: None  # every minibatch through outputs(obs)
+    assert fast.learn_mode.forward(batch) == plain.learn_mode.forward(batch)
+    assert computed == [n]
+    for a, b in zip(fast.model.parameters(), plain.model.parameters()):
+        assert torch.equal(a, b)
+
+
+def test_head_outputs_of_fixed_features_are_the_outputs_and_need_a_fixed_input_stage():
+    from rlpipe.models import ActorCritic
+
+    space = gym.spaces.Dict({"image": gym.spaces.Box(0, 10, (7, 7, 3), np.uint8),
+                             "direction": gym.spaces.Discrete(4)})
+    obs = {"image": torch.randint(0, 11, (6, 7, 7, 3), dtype=torch.uint8),
+           "direction": torch.randint(0, 4, (6,))}
+    net = ActorCritic(space, ACT2, hidden=(8,), encoders={"image": "mlp"})
+    logits, value = net.head_outputs(net.fixed_features(obs))
+    expected = net.outputs(obs)
+    assert torch.equal(logits, expected[0]) and torch.equal(value, expected[1])
+    conv = ActorCritic(space, ACT2, hidden=(8,))
+    assert conv.fixed_features(obs) is None
+    with pytest.raises(ValueError, match="call outputs"):
+        conv.head_outputs(torch.zeros(6, 8))

@@ -1,5 +1,6 @@
 """ppo_terms, the clipped-objective loss of PPO, LSTM-PPO and MAPPO: masked rows, the
-advantage normalisation, the distribution-free form and the statistics of a whole epoch."""
+advantage normalisation (also a whole epoch's at once), the distribution-free form and the
+statistics of a whole epoch."""
 from __future__ import annotations
 
 import pytest
@@ -8,7 +9,7 @@ from easydict import EasyDict
 from torch.distributions import Categorical
 
 from rlpipe.models.distributions import categorical_entropy, categorical_log_prob
-from rlpipe.policies._ppo_loss import clipped_terms, ppo_terms, ratio_stats
+from rlpipe.policies._ppo_loss import clipped_terms, normalise_adv, ppo_terms, ratio_stats
 
 CFG = EasyDict(clip_ratio=0.2, adv_norm=True, value_clip=0.2, value_coef=0.5, entropy_coef=0.01)
 
@@ -117,3 +118,41 @@ def test_ratio_stats_of_stacked_minibatches_are_each_minibatch_s_own():
     torch.testing.assert_close(kl, torch.stack([t.approx_kl for t in per_minibatch]))
     torch.testing.assert_close(clip, torch.stack([t.clip_frac for t in per_minibatch]))
     assert clip.gt(0).any() and clip.lt(1).any()  # the ratios straddle the clip range
+
+
+@pytest.mark.parametrize("n, size", [(1024, 64), (40, 16), (70, 7), (10, 32), (65, 64)])
+def test_advantages_of_an_epoch_normalised_at_once_are_each_minibatch_s_to_the_bit(n, size):
+    """PPO normalises every minibatch's advantages of an epoch in one pass over a
+    [minibatches, rows] view (the shorter last one apart); the loss and its gradient are those of
+    clipped_terms normalising each minibatch itself."""
+    from rlpipe.policies.ppo import _normalise_per_minibatch
+
+    g = torch.Generator().manual_seed(n + size)
+    adv = torch.randn(n, generator=g) * 3.0 + 0.5
+    at_once = _normalise_per_minibatch(adv, size)
+    assert torch.equal(at_once, torch.cat([normalise_adv(x) for x in adv.split(size)]))
+    # the loss path: clipped_terms given the normalised advantages equals it normalising them
+    m = min(n, size)  # the first minibatch
+    r = _rows(m, seed=4)
+    r["adv"] = adv[:m]
+    given = at_once[:m]
+    grads = []
+    for adv_in, ready in ((r["adv"], False), (given, True)):
+        log_prob = r["log_prob"].clone().requires_grad_(True)
+        value = r["value"].clone().requires_grad_(True)
+        terms = clipped_terms(CFG, log_prob, r["entropy"], value, r["logp"], adv_in, r["ret"],
+                              r["old"], adv_normalised=ready)
+        terms.loss.backward()
+        grads.append((terms.loss, log_prob.grad, value.grad))
+    for a, b in zip(*grads):
+        assert torch.equal(a, b)
+
+
+def test_normalise_adv_gives_mean_0_and_std_1_and_leaves_one_row():
+    adv = torch.randn(50, generator=torch.Generator().manual_seed(5)) * 4 + 2
+    for unbiased in (True, False):
+        out = normalise_adv(adv, unbiased)
+        torch.testing.assert_close(out.mean(), torch.tensor(0.0), atol=1e-5, rtol=0)
+        torch.testing.assert_close(out.std(unbiased=unbiased), torch.tensor(1.0), atol=1e-5, rtol=0)
+    one = torch.tensor([3.0])
+    assert torch.equal(normalise_adv(one), one)
