@@ -41,7 +41,7 @@ from torch import nn
 
 from rlpipe.schema import extend, key
 
-from ._common import adam, td_discount
+from ._common import adam, adam_step, td_discount
 from .sac import SACPolicy
 
 __all__ = ["CQLPolicy", "importance_logsumexp"]
@@ -174,7 +174,7 @@ class CQLPolicy(SACPolicy):
         alpha_prime_loss.backward()
         alpha_prime = self._alpha_prime().detach()  # the weight of this step's critic loss
         with self._lock:
-            self.alpha_prime_optimizer.step()
+            adam_step(self.alpha_prime_optimizer)
         stats.update(alpha_prime=alpha_prime, alpha_prime_loss=alpha_prime_loss.detach())
         return alpha_prime * excess.sum(), stats
 

@@ -31,7 +31,7 @@ from torch import nn
 from rlpipe.models import SquashedGaussianActor, obs_as_tensor
 from rlpipe.schema import key
 
-from ._common import adam, grad_step, td_discount
+from ._common import adam, adam_step, grad_step, td_discount
 from ._continuous import CONTINUOUS_HINT, polyak, reject_collect_kwargs
 from ._twin_critic import TwinCriticPolicy
 
@@ -149,7 +149,7 @@ class SACPolicy(TwinCriticPolicy):
             critic_loss = critic_loss + extra_loss
         grad_step(self.critic_optimizer, critic_loss, self._critic_params, c.grad_clip)
         with self._lock:
-            self.critic_optimizer.step()
+            adam_step(self.critic_optimizer)
 
         # Actor and temperature, every actor_update_freq learn steps.
         if self.train_iter % c.actor_update_freq == 0:
@@ -165,9 +165,9 @@ class SACPolicy(TwinCriticPolicy):
                 alpha_loss.backward()
                 stats["alpha_loss"] = alpha_loss.detach()
             with self._lock:
-                self.actor_optimizer.step()
+                adam_step(self.actor_optimizer)
                 if c.auto_alpha:
-                    self.alpha_optimizer.step()
+                    adam_step(self.alpha_optimizer)
             self._last_actor_stats.update({k: float(v) for k, v in stats.items()})
 
         # Target critics: Polyak-average toward the critics, every learn step.

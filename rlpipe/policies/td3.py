@@ -32,7 +32,7 @@ from torch import nn
 from rlpipe.models import DeterministicActor, obs_as_tensor
 from rlpipe.schema import key
 
-from ._common import clone_state, grad_step, td_discount
+from ._common import adam_step, clone_state, grad_step, td_discount
 from ._continuous import CONTINUOUS_HINT, polyak, reject_collect_kwargs
 from ._twin_critic import TwinCriticPolicy
 
@@ -151,7 +151,7 @@ class TD3Policy(TwinCriticPolicy):
         critic_loss, q1 = self._critic_loss(b["obs"], action, y)
         grad_step(self.critic_optimizer, critic_loss, self._critic_params, c.grad_clip)
         with self._lock:
-            self.critic_optimizer.step()
+            adam_step(self.critic_optimizer)
             self.train_iter += 1
 
         # Delayed policy update: the actor and both targets move every policy_delay steps.
@@ -160,7 +160,7 @@ class TD3Policy(TwinCriticPolicy):
                 actor_loss = self._actor_loss(b["obs"], action)
             grad_step(self.actor_optimizer, actor_loss, self._actor_params, c.grad_clip)
             with self._lock:
-                self.actor_optimizer.step()
+                adam_step(self.actor_optimizer)
                 polyak(self._target_params, self._online_params, c.tau)
                 self.actor_updates += 1
             self._last_actor_loss = float(actor_loss.detach())
