@@ -16,8 +16,7 @@ rounds of `--steps` steps of each side timed by the process's CPU time (`time.pr
 the side that goes first alternating by round. Printed:
 the median CPU-ms per 1000 steps of each side, the speedup (old / new), and the aten operations
 per step of each side (forward and backward, counted by a dispatch mode: a figure that load on
-the machine does not move; a compiled step runs eagerly under that mode, so it counts the eager
-operations), and the wall time of each side's first step, which holds the compilation.
+the machine does not move; a compiled step is counted as it runs eagerly), and the wall time of each side's first step, which holds the compilation.
 `--compile` sets `policy.learn.compile` on this checkout's side; with `--baseline` naming this
 checkout too it compares compiled steps against eager ones of the same code.
 """
@@ -102,7 +101,8 @@ def count_ops(step: Callable[[], None], n: int = 10) -> float:
             self.ops[func] += 1
             return func(*args, **(kwargs or {}))
 
-    with Count() as counter:
+    # compiled functions run eagerly here: torch.compile does not trace under a dispatch mode
+    with torch.compiler.set_stance("force_eager"), Count() as counter:
         for _ in range(n):
             step()
     return sum(counter.ops.values()) / n
