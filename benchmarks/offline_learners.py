@@ -3,7 +3,7 @@ offline pipeline runs them, in this checkout against another one (an older commi
 
     git worktree add --detach /tmp/rlpipe-old e0a9f1e
     python benchmarks/offline_learners.py --baseline /tmp/rlpipe-old [--algos iql td3-bc cql]
-        [--size zoo|default] [--rounds 5] [--steps 300] [--compile]
+        [--size zoo|default] [--rounds 5] [--steps 300] [--compile] [--flush-denormal]
 
 One step is what an offline run does per iteration: `offline_data_fetcher` samples a batch from
 an `OfflineDataset` (50 random Pendulum-shaped episodes of 200 steps) and `trainer` hands it to
@@ -18,7 +18,8 @@ the median CPU-ms per 1000 steps of each side, the speedup (old / new), and the 
 per step of each side (forward and backward, counted by a dispatch mode: a figure that load on
 the machine does not move; a compiled step is counted as it runs eagerly), and the wall time of each side's first step, which holds the compilation.
 `--compile` sets `policy.learn.compile` on this checkout's side; with `--baseline` naming this
-checkout too it compares compiled steps against eager ones of the same code.
+checkout too it compares compiled steps against eager ones of the same code;
+`--flush-denormal` times this checkout's side with denormal floats flushed to zero.
 """
 from __future__ import annotations
 
@@ -145,6 +146,8 @@ def main(argv: List[str] | None = None) -> None:
     ap.add_argument("--compile", action="store_true",
                     help="this checkout's side with policy.learn.compile=True (with --baseline "
                          "set to this checkout: compiled against eager)")
+    ap.add_argument("--flush-denormal", action="store_true",
+                    help="this checkout's side timed with torch.set_flush_denormal(True)")
     args = ap.parse_args(argv)
     if not (args.baseline / "rlpipe" / "__init__.py").is_file():
         raise SystemExit(f"offline_learners: --baseline {args.baseline} holds no rlpipe package; "
@@ -167,7 +170,9 @@ def main(argv: List[str] | None = None) -> None:
         runs: Dict[str, List[float]] = {"old": [], "new": []}
         for r in range(args.rounds):
             for name in (("old", "new") if r % 2 == 0 else ("new", "old")):
+                torch.set_flush_denormal(args.flush_denormal and name == "new")
                 runs[name].append(cpu_ms_per_1000(steps[name], args.steps))
+        torch.set_flush_denormal(False)
         old, new = statistics.median(runs["old"]), statistics.median(runs["new"])
         print(f"{algo:<8} {old:>16.0f} {new:>16.0f} {old / new:>8.2f} "
               f"{count_ops(steps['old']):>8.0f} {count_ops(steps['new']):>8.0f} "
