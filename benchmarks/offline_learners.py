@@ -4,6 +4,7 @@ offline pipeline runs them, in this checkout against another one (an older commi
     git worktree add --detach /tmp/rlpipe-old e0a9f1e
     python benchmarks/offline_learners.py --baseline /tmp/rlpipe-old [--algos iql td3-bc cql]
         [--size zoo|default] [--rounds 5] [--steps 300] [--compile] [--flush-denormal]
+    python benchmarks/offline_learners.py --baseline . --adam
 
 One step is what an offline run does per iteration: `offline_data_fetcher` samples a batch from
 an `OfflineDataset` (50 random Pendulum-shaped episodes of 200 steps) and `trainer` hands it to
@@ -135,6 +136,33 @@ def cpu_ms_per_1000(step: Callable[[], None], steps: int) -> float:
     return (time.process_time() - start) * 1e6 / steps
 
 
+def adam_step_times(steps: int = 3000) -> Dict[str, float]:
+    """CPU-µs of one Adam step over two 64-wide MLPs (a critic pair's size): torch's
+    `step()`, `adam_step` (the fused kernel called directly) and `torch.compile(step)`."""
+    sys.path.insert(0, str(ROOT))
+    from rlpipe.policies._common import adam, adam_step
+
+    def mlp() -> torch.nn.Module:
+        return torch.nn.Sequential(torch.nn.Linear(4, 64), torch.nn.ReLU(),
+                                   torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
+
+    out = {}
+    for name in ("step()", "adam_step", "compiled step()"):
+        params = [*mlp().parameters(), *mlp().parameters()]
+        for p in params:
+            p.grad = torch.randn_like(p)
+        opt = adam(params, 1e-3, torch.device("cpu"))
+        step = {"step()": opt.step, "adam_step": lambda: adam_step(opt),
+                "compiled step()": torch.compile(opt.step)}[name]
+        for _ in range(3):  # state, compilation
+            step()
+        start = time.process_time()
+        for _ in range(steps):
+            step()
+        out[name] = (time.process_time() - start) * 1e6 / steps
+    return out
+
+
 def main(argv: List[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--baseline", type=Path, required=True,
@@ -148,7 +176,15 @@ def main(argv: List[str] | None = None) -> None:
                          "set to this checkout: compiled against eager)")
     ap.add_argument("--flush-denormal", action="store_true",
                     help="this checkout's side timed with torch.set_flush_denormal(True)")
+    ap.add_argument("--adam", action="store_true",
+                    help="only time one Adam step three ways (torch's step(), adam_step, "
+                         "compiled step()) and exit")
     args = ap.parse_args(argv)
+    if args.adam:
+        torch.set_num_threads(1)
+        for name, us in adam_step_times().items():
+            print(f"{name:<16} {us:8.1f} CPU-µs per Adam step")
+        return
     if not (args.baseline / "rlpipe" / "__init__.py").is_file():
         raise SystemExit(f"offline_learners: --baseline {args.baseline} holds no rlpipe package; "
                          f"make one with `git worktree add --detach DIR COMMIT`")

@@ -115,8 +115,8 @@ def adam(params: List[torch.Tensor], lr: float, device: torch.device,
 def adam_step(optimizer: torch.optim.Adam) -> None:
     """`optimizer.step()` of an Adam made by `adam` on the CPU: the same fused kernel on the
     same state, called directly. The Python around torch's call (hooks, profiler range, regrouping
-    of the tensors by device and dtype, checks) costs about 90 µs a step, more than the kernel
-    itself takes on a 64-wide network. The first step (which creates the state), and any
+    of the tensors by device and dtype, checks) costs about 80 µs a step on two 64-wide MLPs,
+    about what the kernel itself takes (`benchmarks/offline_learners.py --adam`). The first step (which creates the state), and any
     optimizer whose settings the kernel call here does not cover, go through `step()`."""
     work = []
     for group in optimizer.param_groups:

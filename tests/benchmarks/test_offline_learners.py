@@ -32,3 +32,12 @@ def test_a_baseline_without_rlpipe_is_refused_with_the_fix(tmp_path):
     done = subprocess.run([sys.executable, str(SCRIPT), "--baseline", str(tmp_path)],
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode != 0 and "git worktree add --detach" in done.stderr
+
+
+def test_the_adam_timing_prints_three_positive_times():
+    done = subprocess.run([sys.executable, str(SCRIPT), "--baseline", str(ROOT), "--adam"],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    rows = re.findall(r"^(step\(\)|adam_step|compiled step\(\))\s+(\S+) CPU-µs", done.stdout, re.M)
+    assert [name for name, _ in rows] == ["step()", "adam_step", "compiled step()"]
+    assert all(float(us) > 0 for _, us in rows)
