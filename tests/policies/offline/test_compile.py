@@ -1,4 +1,4 @@
-"""`policy.learn.compile`: IQL, TD3+BC and CQL run their losses (and the backward autograd
+"""`policy.learn.compile`: IQL, TD3+BC and CQL (and SAC and TD3) run their losses (and the backward autograd
 derives from them) through torch.compile and learn what the eager policies learn, to float
 tolerance; their checkpoints are the eager ones' (same keys) and move between the two."""
 import gymnasium as gym
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from rlpipe.policies import CQLPolicy, IQLPolicy, TD3BCPolicy
+from rlpipe.policies import CQLPolicy, IQLPolicy, SACPolicy, TD3BCPolicy, TD3Policy
 
 OBS = gym.spaces.Box(-np.inf, np.inf, (3,), np.float32)
 ACT = gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
@@ -16,6 +16,9 @@ CASES = {
     # the Lagrange multiplier's own loss, the max backup and the cloning warm start
     "cql": (CQLPolicy, {"learn": {"lagrange_threshold": 1.0, "max_q_backup": True,
                                   "bc_steps": 2, "cql_n_actions": 3}}),
+    # the online policies they build on, whose update functions they inherit in part
+    "sac": (SACPolicy, {}),
+    "td3": (TD3Policy, {}),
 }
 
 
