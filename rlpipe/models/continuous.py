@@ -55,11 +55,15 @@ class SquashedGaussianActor(nn.Module):
         log_std = self.log_std_min + 0.5 * (self.log_std_max - self.log_std_min) * (log_std + 1.0)
         return self.mean_head(features), log_std
 
-    def sample(self, obs: torch.Tensor, generator: torch.Generator | None = None
-               ) -> Tuple[torch.Tensor, torch.Tensor]:
-        """(action in [-1, 1] [B, A], log π(action) [B]); differentiable in the weights."""
+    def sample(self, obs: torch.Tensor, generator: torch.Generator | None = None,
+               noise: torch.Tensor | None = None) -> Tuple[torch.Tensor, torch.Tensor]:
+        """(action in [-1, 1] [B, A], log π(action) [B]); differentiable in the weights.
+        `noise`: the N(0, 1) draws ε [B, A] to use, made beforehand (a compiled learn step
+        draws none itself); else they are drawn from `generator`."""
         mean, log_std = self(obs)
-        noise = torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
+        if noise is None:
+            noise = torch.randn(mean.shape, generator=generator, device=mean.device,
+                                dtype=mean.dtype)
         u = mean + log_std.exp() * noise
         log_prob = (-0.5 * noise.pow(2) - log_std - _HALF_LOG_2PI).sum(-1)
         # log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2u)), stable for large |u|

@@ -179,12 +179,6 @@ class TwinCriticPolicy(Policy):
         finally:
             set_requires_grad(self._critic_params, True)
 
-    @staticmethod
-    def _critic_stats(critic_loss: torch.Tensor, q1: torch.Tensor,
-                      y: torch.Tensor) -> Dict[str, Any]:
-        values = torch.stack([critic_loss.detach(), q1.detach().mean(), y.mean()]).tolist()
-        return dict(zip(("critic_loss", "q_mean", "target_mean"), values))
-
     # --- state -----------------------------------------------------------------------------------
     def _twin_state(self) -> Dict[str, Any]:
         """The shared part of `state_dict()` (the caller holds the lock)."""

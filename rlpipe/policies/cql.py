@@ -137,26 +137,45 @@ class CQLPolicy(SACPolicy):
         return self.log_alpha_prime.exp().clamp(0.0, ALPHA_PRIME_MAX)
 
     # --- the conservative penalty ----------------------------------------------------------------
+    def _critic_noise(self, rows: int) -> Dict[str, torch.Tensor]:
+        """The draws of the critics' update, in the order they are used: ε of the target's
+        a' ~ π(s') (n per state with max_q_backup), then the uniform box samples and ε of the
+        π(·|s) and π(·|s') samples of the penalty, n per state each."""
+        c = self.cfg.learn
+        n, dim = c.cql_n_actions, self.box.dim
+        if c.backup_entropy and not c.max_q_backup:
+            noise = super()._critic_noise(rows)  # SAC's soft target
+        else:
+            noise = {"target": self._normal(rows * (n if c.max_q_backup else 1))}
+        noise["uniform"] = torch.rand((rows, n, dim), generator=self._learn_rng,
+                                      device=self.device)
+        noise["current"] = self._normal(rows * n)
+        noise["following"] = self._normal(rows * n)
+        return noise
+
     @torch.no_grad()
-    def _cql_actions(self, obs: Any, next_obs: Any,
-                     rows: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    def _cql_actions(self, obs: Any, next_obs: Any, rows: int,
+                     noise: Dict[str, torch.Tensor]) -> Tuple[torch.Tensor, torch.Tensor]:
         """The 3n importance samples per state: actions [B, 3n, A] in [-1, 1] and their
         log-densities [B, 3n] (uniform box, π(·|s), π(·|s'))."""
         n, dim = self.cfg.learn.cql_n_actions, self.box.dim
-        uniform = torch.rand((rows, n, dim), generator=self._learn_rng, device=self.device) * 2 - 1
+        uniform = noise["uniform"] * 2 - 1
         uniform_logp = torch.full((rows, n), dim * math.log(0.5), device=self.device)
-        current, current_logp = self.actor.sample(_repeat(obs, n), self._learn_rng)
-        following, following_logp = self.actor.sample(_repeat(next_obs, n), self._learn_rng)
+        current, current_logp = self.actor.sample(_repeat(obs, n), noise=noise["current"])
+        following, following_logp = self.actor.sample(_repeat(next_obs, n),
+                                                      noise=noise["following"])
         actions = torch.cat([uniform, current.view(rows, n, dim), following.view(rows, n, dim)], 1)
         log_density = torch.cat([uniform_logp, current_logp.view(rows, n),
                                  following_logp.view(rows, n)], 1)
         return actions, log_density
 
-    def _regulariser(self, b: Mapping[str, torch.Tensor],
-                     action: torch.Tensor) -> Tuple[Optional[torch.Tensor], Dict[str, torch.Tensor]]:
+    def _regulariser(self, b: Mapping[str, torch.Tensor], action: torch.Tensor,
+                     noise: Dict[str, torch.Tensor]
+                     ) -> Tuple[Optional[torch.Tensor], Optional[torch.Tensor],
+                                Dict[str, torch.Tensor]]:
         c = self.cfg.learn
         rows = action.shape[0]
-        actions, log_density = self._cql_actions(b["obs"], b["next_obs"], rows)
+        actions, log_density = self._cql_actions(b["obs"], b["next_obs"], rows, noise)
         m = actions.shape[1]
         q_sampled = self.critic(_repeat(b["obs"], m), actions.view(rows * m, -1))
         q_data = self.critic(b["obs"], action)
@@ -165,38 +184,46 @@ class CQLPolicy(SACPolicy):
                             for qs, qd in zip(q_sampled, q_data)])  # [2]: one per critic
         stats = {"cql_gap": gaps.detach().mean()}
         if c.lagrange_threshold is None:
-            return c.cql_alpha * gaps.sum(), stats
+            return c.cql_alpha * gaps.sum(), None, stats
 
-        # Lagrange: α' ascends on the gap's excess over τ (its own optimiser step, here).
+        # Lagrange: α' ascends on the gap's excess over τ (its own loss, stepped beside the
+        # critics'); the critics' term is weighted by α' before that step.
         excess = c.cql_alpha * (gaps - c.lagrange_threshold)
         alpha_prime_loss = -(self._alpha_prime() * excess.detach()).mean()
-        self.alpha_prime_optimizer.zero_grad(set_to_none=True)
-        alpha_prime_loss.backward()
-        alpha_prime = self._alpha_prime().detach()  # the weight of this step's critic loss
-        with self._lock:
-            self.alpha_prime_optimizer.step()
+        alpha_prime = self._alpha_prime().detach()
         stats.update(alpha_prime=alpha_prime, alpha_prime_loss=alpha_prime_loss.detach())
-        return alpha_prime * excess.sum(), stats
+        return alpha_prime * excess.sum(), alpha_prime_loss, stats
+
+    def _regulariser_stats(self) -> Tuple[str, ...]:
+        if self.cfg.learn.lagrange_threshold is None:
+            return ("cql_gap",)
+        return ("cql_gap", "alpha_prime", "alpha_prime_loss")
+
+    def _regulariser_optimizers(self) -> Tuple[torch.optim.Optimizer, ...]:
+        return (self.alpha_prime_optimizer,)
 
     # --- the actor: SAC's, after an optional behaviour-cloning start ------------------------------
+    def _warm_start(self) -> bool:
+        return self.train_iter < self.cfg.learn.bc_steps
+
     def _actor_loss(self, b: Mapping[str, torch.Tensor], action: torch.Tensor,
                     new_action: torch.Tensor, logp: torch.Tensor,
-                    alpha: torch.Tensor) -> torch.Tensor:
-        """For the first learn.bc_steps steps mean (α log π(ã|s) − log π(a_data|s)) (the authors'
-        code's warm start, `policy_eval_start`), then SAC's."""
-        if self.train_iter < self.cfg.learn.bc_steps:
+                    alpha: torch.Tensor, warm_start: bool) -> torch.Tensor:
+        """For the first learn.bc_steps steps (`warm_start`) mean (α log π(ã|s) −
+        log π(a_data|s)) (the authors' code's warm start, `policy_eval_start`), then SAC's."""
+        if warm_start:
             return (alpha * logp - self.actor.log_prob(b["obs"], action)).mean()
-        return super()._actor_loss(b, action, new_action, logp, alpha)
+        return super()._actor_loss(b, action, new_action, logp, alpha, warm_start)
 
     # --- the target ------------------------------------------------------------------------------
     @torch.no_grad()
-    def _td_target(self, b: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    def _td_target(self, b: Mapping[str, torch.Tensor], noise: torch.Tensor) -> torch.Tensor:
         c = self.cfg.learn
         if c.backup_entropy and not c.max_q_backup:
-            return super()._td_target(b)  # SAC's soft target
+            return super()._td_target(b, noise)  # SAC's soft target
         n = c.cql_n_actions if c.max_q_backup else 1
         rows = b["reward"].shape[0]
-        next_action, _ = self.actor.sample(_repeat(b["next_obs"], n), self._learn_rng)
+        next_action, _ = self.actor.sample(_repeat(b["next_obs"], n), noise=noise)
         q1, q2 = self.critic_target(_repeat(b["next_obs"], n), next_action)
         next_value = torch.min(q1.view(rows, n).max(1).values, q2.view(rows, n).max(1).values)
         return b["reward"].float() + td_discount(b, c.gamma) * next_value

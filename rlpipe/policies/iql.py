@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any, Dict, Mapping
+from typing import Any, Dict, Mapping, Tuple
 
 import gymnasium as gym
 import numpy as np
@@ -42,7 +42,8 @@ from torch import nn
 from rlpipe.models import DeterministicActor, GaussianActor, ValueNetwork, obs_as_tensor
 from rlpipe.schema import key
 
-from ._common import adam, clone_state, grad_step, td_discount
+from ._common import (adam, adam_step, clone_state, compile_learn, grad_step, joint_grad_step,
+                      td_discount)
 from ._continuous import CONTINUOUS_HINT, polyak, reject_collect_kwargs
 from ._twin_critic import TwinCriticPolicy
 
@@ -99,6 +100,8 @@ class IQLPolicy(TwinCriticPolicy):
                 actor_lr_cosine_steps=key(None, "cosine decay of the actor lr to 0 over N steps"),
                 reward_norm=key("none", '"return_range": rewards × 1000/(max − min episode return)'),
                 grad_clip=key(None, "max global grad norm per network (None: no clipping)"),
+                compile=key(False, "run the losses and their backward through torch.compile "
+                                   "(compiled at the first learn step)"),
             ),
             collect=dict(
                 device=key("cpu", "where the acting copy of the actor lives"),
@@ -121,6 +124,9 @@ class IQLPolicy(TwinCriticPolicy):
         self.reward_scale: float | None = None if c.learn.reward_norm == "return_range" else 1.0
         self._last_stats = dict(value_loss=0.0, v_mean=0.0, actor_loss=0.0, adv_mean=0.0,
                                 weight_mean=0.0)
+        self._value_step = compile_learn(self._value_loss, c.learn.compile, "IQLPolicy")
+        self._critic_actor_step = compile_learn(self._critic_actor_loss, c.learn.compile,
+                                                "IQLPolicy")
 
     def _make_actor(self, obs_space: gym.Space) -> nn.Module:
         m = self.cfg.model
@@ -190,30 +196,27 @@ class IQLPolicy(TwinCriticPolicy):
         t = min(self.train_iter, c.actor_lr_cosine_steps) / c.actor_lr_cosine_steps
         return c.actor_lr * 0.5 * (1.0 + math.cos(math.pi * t))
 
-    def _forward_learn(self, batch: Mapping[str, Any]) -> Dict[str, Any]:
-        c = self.cfg.learn
-        if self.reward_scale is None:
-            raise RuntimeError("IQLPolicy: policy.learn.reward_norm='return_range' needs the data "
-                               "set's episode return range before learning: the offline pipeline "
-                               "passes it in; by hand, call policy.set_return_range(min, max).")
-        b, action = self._learn_batch(batch)
-        obs = b["obs"]
-
-        # V: expectile regression on the target critics' min over the data's actions.
+    def _value_loss(self, obs: torch.Tensor,
+                    action: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """V's expectile loss against Q̂(s, a) = min_i Q_target_i(s, a), and Q̂."""
         with torch.no_grad():
             q_hat = torch.min(*self.critic_target(obs, action))
-        value_loss = expectile_loss(q_hat - self.value(obs), c.expectile)
-        grad_step(self.value_optimizer, value_loss, self._value_params, c.grad_clip)
-        with self._lock:
-            self.value_optimizer.step()
+        return expectile_loss(q_hat - self.value(obs), self.cfg.learn.expectile), q_hat
 
-        # Q: regress both critics on r + discount · V(s'), with the V just updated.
+    def _critic_actor_loss(self, b: Mapping[str, torch.Tensor], action: torch.Tensor,
+                           q_hat: torch.Tensor
+                           ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The critics' loss, the actor's loss and the step's statistics [7] (critic_loss,
+        q_mean, target_mean, v_mean, actor_loss, adv_mean, weight_mean), with the V just
+        updated."""
+        c = self.cfg.learn
+        obs = b["obs"]
+        # Q: regress both critics on r + discount · V(s').
         with torch.no_grad():
             v = self.value(obs)
             bootstrap = td_discount(b, c.gamma) * self.value(b["next_obs"])
             y = self.reward_scale * b["reward"].float() + bootstrap
         critic_loss, q1 = self._critic_loss(obs, action, y)
-        grad_step(self.critic_optimizer, critic_loss, self._critic_params, c.grad_clip)
 
         # Actor: advantage-weighted regression onto the data's actions.
         advantage = q_hat - v
@@ -222,21 +225,43 @@ class IQLPolicy(TwinCriticPolicy):
             actor_loss = -(weight * self.actor.log_prob(obs, action)).mean()
         else:
             actor_loss = (weight * (self.actor(obs) - action).pow(2).sum(-1)).mean()
-        grad_step(self.actor_optimizer, actor_loss, self._actor_params, c.grad_clip)
+        stats = torch.stack([critic_loss.detach(), q1.detach().mean(), y.mean(), v.mean(),
+                             actor_loss.detach(), advantage.mean(), weight.mean()])
+        return critic_loss, actor_loss, stats
 
+    def _forward_learn(self, batch: Mapping[str, Any]) -> Dict[str, Any]:
+        c = self.cfg.learn
+        if self.reward_scale is None:
+            raise RuntimeError("IQLPolicy: policy.learn.reward_norm='return_range' needs the data "
+                               "set's episode return range before learning: the offline pipeline "
+                               "passes it in; by hand, call policy.set_return_range(min, max).")
+        b, action = self._learn_batch(batch)
+
+        # V: expectile regression on the target critics' min over the data's actions.
+        value_loss, q_hat = self._value_step(b["obs"], action)
+        grad_step(self.value_optimizer, value_loss, self._value_params, c.grad_clip)
         with self._lock:
-            self.critic_optimizer.step()
+            adam_step(self.value_optimizer)
+
+        # Q and the actor, from the V just updated: their networks share no parameter, so one
+        # backward pass of the summed losses gives each its own gradient.
+        critic_loss, actor_loss, stats = self._critic_actor_step(b, action, q_hat)
+        joint_grad_step(critic_loss + actor_loss, (self.critic_optimizer, self.actor_optimizer),
+                        (self._critic_params, self._actor_params), c.grad_clip)
+        with self._lock:
+            adam_step(self.critic_optimizer)
             for group in self.actor_optimizer.param_groups:
                 group["lr"] = self._actor_lr()
-            self.actor_optimizer.step()
+            adam_step(self.actor_optimizer)
             polyak(self._critic_target_params, self._critic_params, c.tau)
             self.train_iter += 1
 
-        out = self._critic_stats(critic_loss, q1, y)
-        values = torch.stack([value_loss.detach(), v.mean(), actor_loss.detach(),
-                              advantage.mean(), weight.mean()]).tolist()
-        self._last_stats = dict(zip(("value_loss", "v_mean", "actor_loss", "adv_mean",
-                                     "weight_mean"), values))
+        # one read of the device for every statistic of the step
+        values = dict(zip(("value_loss", "critic_loss", "q_mean", "target_mean", "v_mean",
+                           "actor_loss", "adv_mean", "weight_mean"),
+                          torch.cat([value_loss.detach().view(1), stats]).tolist()))
+        self._last_stats = {k: values[k] for k in self._last_stats}
+        out = {k: values[k] for k in ("critic_loss", "q_mean", "target_mean")}
         out.update(self._last_stats)
         return out
 

@@ -31,7 +31,8 @@ from torch import nn
 from rlpipe.models import SquashedGaussianActor, obs_as_tensor
 from rlpipe.schema import key
 
-from ._common import adam, grad_step, td_discount
+from ._common import (adam, adam_step, compile_learn, grad_step, joint_grad_step,
+                      td_discount)
 from ._continuous import CONTINUOUS_HINT, polyak, reject_collect_kwargs
 from ._twin_critic import TwinCriticPolicy
 
@@ -69,6 +70,8 @@ class SACPolicy(TwinCriticPolicy):
                 target_entropy=key(None, "None: −(action dimensions)"),
                 actor_update_freq=key(1, "update actor and α every N learn steps"),
                 grad_clip=key(None, "max global grad norm per network (None: no clipping)"),
+                compile=key(False, "run the losses and their backward through torch.compile "
+                                   "(compiled at the first learn step)"),
             ),
             collect=dict(
                 device=key("cpu", "where the acting copy of the actor lives"),
@@ -91,6 +94,9 @@ class SACPolicy(TwinCriticPolicy):
         self.alpha_optimizer = adam([self.log_alpha], learn.alpha_lr, self.device)
         self._critic_target_params = list(self.critic_target.parameters())
         self._last_actor_stats = dict(actor_loss=0.0, alpha_loss=0.0, entropy=0.0)
+        who, compile_ = type(self).__name__, learn.compile
+        self._critic_step = compile_learn(self._critic_losses, compile_, who)
+        self._actor_step = compile_learn(self._actor_losses, compile_, who)
 
     def _make_actor(self, obs_space: gym.Space) -> nn.Module:
         m = self.cfg.model
@@ -128,74 +134,146 @@ class SACPolicy(TwinCriticPolicy):
         return actor.deterministic(obs)
 
     # --- learn -----------------------------------------------------------------------------------
+    # The RNG draws of a step are made before the losses that use them, in the order the losses
+    # use them, so that the loss functions hold no RNG state (and can be compiled).
+    def _critic_noise(self, rows: int) -> Dict[str, torch.Tensor]:
+        """The draws of the critics' update: ε of a' ~ π(s') for the target."""
+        return {"target": self._normal(rows)}
+
+    def _normal(self, rows: int) -> torch.Tensor:
+        """N(0, 1) draws [rows, A] from the learner's RNG."""
+        return torch.randn((rows, self.box.dim), generator=self._learn_rng, device=self.device)
+
     @torch.no_grad()
-    def _td_target(self, b: Mapping[str, torch.Tensor]) -> torch.Tensor:
-        """y = r + discount · (min_i Q_target_i(s', a') − α log π(a'|s')),  a' ~ π(s')."""
-        next_action, next_logp = self.actor.sample(b["next_obs"], self._learn_rng)
+    def _td_target(self, b: Mapping[str, torch.Tensor], noise: torch.Tensor) -> torch.Tensor:
+        """y = r + discount · (min_i Q_target_i(s', a') − α log π(a'|s')),  a' ~ π(s') drawn
+        with ε = `noise`."""
+        next_action, next_logp = self.actor.sample(b["next_obs"], noise=noise)
         next_q = torch.min(*self.critic_target(b["next_obs"], next_action))
         next_value = next_q - self.log_alpha.exp() * next_logp
         discount = td_discount(b, self.cfg.learn.gamma)
         return b["reward"].float() + discount * next_value
 
+    def _critic_losses(self, b: Mapping[str, torch.Tensor], action: torch.Tensor,
+                       noise: Dict[str, torch.Tensor]
+                       ) -> Tuple[torch.Tensor, Optional[torch.Tensor], torch.Tensor]:
+        """The critics' loss (with the regulariser's term), the loss of the regulariser's own
+        parameters (None: it has none) and the statistics [critic_loss, q_mean, target_mean,
+        then the regulariser's]."""
+        y = self._td_target(b, noise["target"])
+        critic_loss, q1 = self._critic_loss(b["obs"], action, y)
+        term, own_loss, extra_stats = self._regulariser(b, action, noise)
+        if term is not None:
+            critic_loss = critic_loss + term
+        stats = [critic_loss.detach(), q1.detach().mean(), y.mean(), *extra_stats.values()]
+        return critic_loss, own_loss, torch.stack(stats)
+
+    def _actor_losses(self, b: Mapping[str, torch.Tensor], action: torch.Tensor,
+                      noise: torch.Tensor, warm_start: bool
+                      ) -> Tuple[torch.Tensor, Optional[torch.Tensor], torch.Tensor]:
+        """The actor's loss, the temperature's (None without auto_alpha) and the statistics
+        [actor_loss, entropy, alpha_loss (with auto_alpha)]; ã ~ π(s) drawn with ε = `noise`."""
+        new_action, logp = self.actor.sample(b["obs"], noise=noise)
+        alpha = self.log_alpha.detach().exp()
+        actor_loss = self._actor_loss(b, action, new_action, logp, alpha, warm_start)
+        stats = [actor_loss.detach(), -logp.detach().mean()]
+        alpha_loss = None
+        if self.cfg.learn.auto_alpha:
+            # α grows while the entropy is below its target and shrinks while above it.
+            alpha_loss = -(self.log_alpha * (logp.detach() + self.target_entropy)).mean()
+            stats.append(alpha_loss.detach())
+        return actor_loss, alpha_loss, torch.stack(stats)
+
     def _forward_learn(self, batch: Mapping[str, Any]) -> Dict[str, Any]:
         c = self.cfg.learn
         b, action = self._learn_batch(batch)
+        rows = action.shape[0]
 
-        # Critics: regress both Q's on the soft TD target.
-        y = self._td_target(b)
-        critic_loss, q1 = self._critic_loss(b["obs"], action, y)
-        extra_loss, extra_stats = self._regulariser(b, action)
-        if extra_loss is not None:
-            critic_loss = critic_loss + extra_loss
-        grad_step(self.critic_optimizer, critic_loss, self._critic_params, c.grad_clip)
+        # Critics: regress both Q's on the soft TD target (and the regulariser's parameters,
+        # which share none with them, from the same backward pass).
+        critic_loss, own_loss, stats = self._critic_step(b, action, self._critic_noise(rows))
+        if own_loss is None:
+            grad_step(self.critic_optimizer, critic_loss, self._critic_params, c.grad_clip)
+        else:
+            joint_grad_step(critic_loss + own_loss,
+                            (self.critic_optimizer, *self._regulariser_optimizers()),
+                            (self._critic_params,), c.grad_clip)
         with self._lock:
-            self.critic_optimizer.step()
+            adam_step(self.critic_optimizer)
+            if own_loss is not None:
+                for optimizer in self._regulariser_optimizers():
+                    adam_step(optimizer)
+        values = [stats]
 
-        # Actor and temperature, every actor_update_freq learn steps.
-        if self.train_iter % c.actor_update_freq == 0:
-            new_action, logp = self.actor.sample(b["obs"], self._learn_rng)
-            alpha = self.log_alpha.detach().exp()
-            actor_loss = self._actor_loss(b, action, new_action, logp, alpha)
-            grad_step(self.actor_optimizer, actor_loss, self._actor_params, c.grad_clip)
-            stats = dict(actor_loss=actor_loss.detach(), entropy=-logp.detach().mean())
-            if c.auto_alpha:
-                # α grows while the entropy is below its target and shrinks while above it.
-                alpha_loss = -(self.log_alpha * (logp.detach() + self.target_entropy)).mean()
-                self.alpha_optimizer.zero_grad(set_to_none=True)
-                alpha_loss.backward()
-                stats["alpha_loss"] = alpha_loss.detach()
+        # Actor and temperature, every actor_update_freq learn steps (log α takes no gradient
+        # from the actor's loss, nor the actor from α's: one backward pass serves both).
+        actor_step = self.train_iter % c.actor_update_freq == 0
+        if actor_step:
+            noise = self._normal(rows)
+            with self._critics_frozen():  # the actor's loss needs dQ/da only
+                actor_loss, alpha_loss, actor_stats = self._actor_step(b, action, noise,
+                                                                       self._warm_start())
+            if alpha_loss is None:
+                grad_step(self.actor_optimizer, actor_loss, self._actor_params, c.grad_clip)
+            else:
+                joint_grad_step(actor_loss + alpha_loss,
+                                (self.actor_optimizer, self.alpha_optimizer),
+                                (self._actor_params,), c.grad_clip)
             with self._lock:
-                self.actor_optimizer.step()
-                if c.auto_alpha:
-                    self.alpha_optimizer.step()
-            self._last_actor_stats.update({k: float(v) for k, v in stats.items()})
+                adam_step(self.actor_optimizer)
+                if alpha_loss is not None:
+                    adam_step(self.alpha_optimizer)
+            values.append(actor_stats)
 
         # Target critics: Polyak-average toward the critics, every learn step.
         with self._lock:
             polyak(self._critic_target_params, self._critic_params, c.tau)
             self.train_iter += 1
 
-        out = self._critic_stats(critic_loss, q1, y)
-        out.update(self._last_actor_stats, alpha=self.alpha)
-        if extra_stats:
-            out.update(zip(extra_stats, torch.stack(list(extra_stats.values())).tolist()))
+        # one read of the device for every statistic of the step
+        values.append(self.log_alpha.detach().exp().view(1))
+        flat = torch.cat(values).tolist()
+        critic = dict(zip(("critic_loss", "q_mean", "target_mean") + self._regulariser_stats(),
+                          flat))
+        if actor_step:
+            names = ("actor_loss", "entropy") + (("alpha_loss",) if c.auto_alpha else ())
+            self._last_actor_stats.update(zip(names, flat[len(critic):-1]))
+        out = {k: critic.pop(k) for k in ("critic_loss", "q_mean", "target_mean")}
+        out.update(self._last_actor_stats, alpha=flat[-1])
+        out.update(critic)  # the regulariser's
         return out
+
+    def _warm_start(self) -> bool:
+        """Whether this step's actor loss is a variant's warm start (none in SAC)."""
+        return False
 
     def _actor_loss(self, b: Mapping[str, torch.Tensor], action: torch.Tensor,
                     new_action: torch.Tensor, logp: torch.Tensor,
-                    alpha: torch.Tensor) -> torch.Tensor:
+                    alpha: torch.Tensor, warm_start: bool) -> torch.Tensor:
         """mean (α log π(ã|s) − min_i Q_i(s, ã)), ã = `new_action` ~ π(s) with log π = `logp`
-        (`action`: the batch's actions in [-1, 1]^A, for variants that clone them)."""
-        with self._critics_frozen():
-            q_new = torch.min(*self.critic(b["obs"], new_action))
+        (`action`: the batch's actions in [-1, 1]^A, and `warm_start`, for variants that clone
+        them first). The caller has frozen the critics."""
+        q_new = torch.min(*self.critic(b["obs"], new_action))
         return (alpha * logp - q_new).mean()
 
-    def _regulariser(self, b: Mapping[str, torch.Tensor],
-                     action: torch.Tensor) -> Tuple[Optional[torch.Tensor], Dict[str, torch.Tensor]]:
-        """A term added to the critics' loss, and its scalar statistics (detached): none for
-        SAC. Offline variants override it (CQL: the conservative penalty). `b` is the batch as
-        tensors, `action` its actions in [-1, 1]^A."""
-        return None, {}
+    def _regulariser(self, b: Mapping[str, torch.Tensor], action: torch.Tensor,
+                     noise: Dict[str, torch.Tensor]
+                     ) -> Tuple[Optional[torch.Tensor], Optional[torch.Tensor],
+                                Dict[str, torch.Tensor]]:
+        """A term added to the critics' loss, a loss of the regulariser's own parameters
+        (stepped by `_regulariser_optimizers`) and its scalar statistics (detached, named by
+        `_regulariser_stats`): none for SAC. Offline variants override it (CQL: the
+        conservative penalty). `b` is the batch as tensors, `action` its actions in
+        [-1, 1]^A, `noise` the draws of `_critic_noise`."""
+        return None, None, {}
+
+    def _regulariser_stats(self) -> Tuple[str, ...]:
+        """The names of `_regulariser`'s statistics, in order."""
+        return ()
+
+    def _regulariser_optimizers(self) -> Tuple[torch.optim.Optimizer, ...]:
+        """The optimizers of the regulariser's own parameters."""
+        return ()
 
     # --- state -----------------------------------------------------------------------------------
     def state_dict(self) -> Dict[str, Any]:

@@ -22,7 +22,7 @@ Collecting adds Gaussian exploration noise N(0, noise_scale) to μ(obs) and clip
 from __future__ import annotations
 
 import copy
-from typing import Any, Dict, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import gymnasium as gym
 import numpy as np
@@ -32,7 +32,7 @@ from torch import nn
 from rlpipe.models import DeterministicActor, obs_as_tensor
 from rlpipe.schema import key
 
-from ._common import clone_state, grad_step, td_discount
+from ._common import adam_step, clone_state, compile_learn, grad_step, td_discount
 from ._continuous import CONTINUOUS_HINT, polyak, reject_collect_kwargs
 from ._twin_critic import TwinCriticPolicy
 
@@ -66,6 +66,8 @@ class TD3Policy(TwinCriticPolicy):
                 target_noise=key(0.2, "std of the target policy smoothing noise (normalised units)"),
                 target_noise_clip=key(0.5, "the smoothing noise is clipped to ± this"),
                 grad_clip=key(None, "max global grad norm per network (None: no clipping)"),
+                compile=key(False, "run the losses and their backward through torch.compile "
+                                   "(compiled at the first learn step)"),
             ),
             collect=dict(
                 device=key("cpu", "where the acting copy of the actor lives"),
@@ -88,6 +90,9 @@ class TD3Policy(TwinCriticPolicy):
                                + list(self.critic_target.parameters()))
         self.actor_updates = 0
         self._last_actor_loss = 0.0
+        who, compile_ = type(self).__name__, self.cfg.learn.compile
+        self._critic_step = compile_learn(self._critic_losses, compile_, who)
+        self._actor_step = compile_learn(self._actor_losses, compile_, who)
 
     def _make_actor(self, obs_space: gym.Space) -> nn.Module:
         return DeterministicActor(obs_space, self.box.dim, self.cfg.model.actor_hidden,
@@ -121,53 +126,81 @@ class TD3Policy(TwinCriticPolicy):
         return {"action": self.box.to_env(unit.cpu().numpy())}
 
     # --- learn -----------------------------------------------------------------------------------
-    @torch.no_grad()
-    def _target_action(self, next_obs: torch.Tensor) -> torch.Tensor:
+    _ACTOR_STATS: Tuple[str, ...] = ("actor_loss",)  # what `_actor_loss` reports, in order
+
+    def _smoothing_noise(self, rows: int) -> torch.Tensor:
+        """N(0, 1) draws for the target policy smoothing of `rows` next states, made outside
+        the loss computation, so that it stays free of RNG state (and compilable)."""
+        return torch.randn((rows, self.box.dim), generator=self._learn_rng, device=self.device)
+
+    def _target_action(self, next_obs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
         """Target policy smoothing: μ_target(s') plus clipped Gaussian noise, kept in the box."""
         c = self.cfg.learn
         action = self.actor_target(next_obs)
-        noise = torch.randn(action.shape, generator=self._learn_rng, device=action.device,
-                            dtype=action.dtype) * c.target_noise
-        noise = noise.clamp(-c.target_noise_clip, c.target_noise_clip)
+        noise = (noise * c.target_noise).clamp(-c.target_noise_clip, c.target_noise_clip)
         return (action + noise).clamp(-1.0, 1.0)
 
     @torch.no_grad()
-    def _td_target(self, b: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    def _td_target(self, b: Mapping[str, torch.Tensor], noise: torch.Tensor) -> torch.Tensor:
         """y = r + discount · min_i Q_target_i(s', a'),  a' smoothed target action."""
-        next_q = torch.min(*self.critic_target(b["next_obs"], self._target_action(b["next_obs"])))
+        next_q = torch.min(*self.critic_target(b["next_obs"],
+                                               self._target_action(b["next_obs"], noise)))
         discount = td_discount(b, self.cfg.learn.gamma)
         return b["reward"].float() + discount * next_q
 
-    def _actor_loss(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-        """−mean Q1(obs, μ(obs)) (`action`, the batch's, is unused here; TD3+BC's loss reads it)."""
-        return -self.critic.q1(obs, self.actor(obs)).mean()
+    def _critic_losses(self, b: Mapping[str, torch.Tensor], action: torch.Tensor,
+                       noise: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """The critics' loss on the clipped double-Q target, and [critic_loss, q_mean,
+        target_mean]."""
+        y = self._td_target(b, noise)
+        critic_loss, q1 = self._critic_loss(b["obs"], action, y)
+        return critic_loss, torch.stack([critic_loss.detach(), q1.detach().mean(), y.mean()])
+
+    def _actor_loss(self, obs: torch.Tensor,
+                    action: torch.Tensor) -> Tuple[torch.Tensor, List[torch.Tensor]]:
+        """−mean Q1(obs, μ(obs)), and the scalars `_ACTOR_STATS` names after actor_loss (none
+        here; `action`, the batch's, is unused here; TD3+BC's loss reads it)."""
+        return -self.critic.q1(obs, self.actor(obs)).mean(), []
+
+    def _actor_losses(self, obs: torch.Tensor,
+                      action: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """The actor's loss, and its statistics in the order of `_ACTOR_STATS`."""
+        actor_loss, extra = self._actor_loss(obs, action)
+        return actor_loss, torch.stack([actor_loss.detach(), *extra])
 
     def _forward_learn(self, batch: Mapping[str, Any]) -> Dict[str, Any]:
         c = self.cfg.learn
         b, action = self._learn_batch(batch)
 
         # Critics: regress both Q's on the clipped double-Q target.
-        y = self._td_target(b)
-        critic_loss, q1 = self._critic_loss(b["obs"], action, y)
+        noise = self._smoothing_noise(action.shape[0])
+        critic_loss, stats = self._critic_step(b, action, noise)
         grad_step(self.critic_optimizer, critic_loss, self._critic_params, c.grad_clip)
         with self._lock:
-            self.critic_optimizer.step()
+            adam_step(self.critic_optimizer)
             self.train_iter += 1
 
         # Delayed policy update: the actor and both targets move every policy_delay steps.
         if self.train_iter % c.policy_delay == 0:
             with self._critics_frozen():
-                actor_loss = self._actor_loss(b["obs"], action)
+                actor_loss, actor_stats = self._actor_step(b["obs"], action)
             grad_step(self.actor_optimizer, actor_loss, self._actor_params, c.grad_clip)
             with self._lock:
-                self.actor_optimizer.step()
+                adam_step(self.actor_optimizer)
                 polyak(self._target_params, self._online_params, c.tau)
                 self.actor_updates += 1
-            self._last_actor_loss = float(actor_loss.detach())
+            stats = torch.cat([stats, actor_stats])
 
-        out = self._critic_stats(critic_loss, q1, y)
+        values = stats.tolist()  # one read of the device for every statistic of the step
+        if len(values) > 3:
+            self._record_actor_stats(values[3:])
+        out = dict(zip(("critic_loss", "q_mean", "target_mean"), values))
         out["actor_loss"] = self._last_actor_loss  # from the latest actor update
         return out
+
+    def _record_actor_stats(self, values: List[float]) -> None:
+        """Keep the statistics of this step's actor update (in the order of `_ACTOR_STATS`)."""
+        self._last_actor_loss = values[0]
 
     # --- state -----------------------------------------------------------------------------------
     def state_dict(self) -> Dict[str, Any]:

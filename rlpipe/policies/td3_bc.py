@@ -17,7 +17,7 @@ fine-tuning) are TD3's, unchanged.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Tuple
+from typing import Any, Dict, List, Mapping, Tuple
 
 import gymnasium as gym
 import numpy as np
@@ -56,7 +56,6 @@ class TD3BCPolicy(TD3Policy):
         super().__init__(cfg, obs_space, action_space)
         self.obs_normalizer = ObsNormalizer(obs_space, type(self).__name__)
         self._last_bc_stats = dict(bc_loss=0.0, q_lambda=0.0)
-        self._bc_stats: torch.Tensor | None = None  # of the latest actor update, not yet read
 
     def _check_cfg(self) -> None:
         super()._check_cfg()
@@ -85,20 +84,23 @@ class TD3BCPolicy(TD3Policy):
         return b, action
 
     # --- the actor loss: −λ Q1(s, π(s)) + (π(s) − a)² -------------------------------------------
-    def _actor_loss(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+    _ACTOR_STATS = TD3Policy._ACTOR_STATS + ("bc_loss", "q_lambda")
+
+    def _actor_loss(self, obs: torch.Tensor,
+                    action: torch.Tensor) -> Tuple[torch.Tensor, List[torch.Tensor]]:
         pi = self.actor(obs)
         q = self.critic.q1(obs, pi)
         q_lambda = self.cfg.learn.alpha / q.abs().mean().detach()
         bc_loss = F.mse_loss(pi, action)
-        self._bc_stats = torch.stack([bc_loss.detach(), q_lambda])
-        return -q_lambda * q.mean() + bc_loss
+        return -q_lambda * q.mean() + bc_loss, [bc_loss.detach(), q_lambda]
+
+    def _record_actor_stats(self, values: List[float]) -> None:
+        super()._record_actor_stats(values)
+        self._last_bc_stats = dict(zip(("bc_loss", "q_lambda"), values[1:]))
 
     def _forward_learn(self, batch: Mapping[str, Any]) -> Dict[str, Any]:
         out = super()._forward_learn(batch)
-        if self._bc_stats is not None:  # this step updated the actor
-            self._last_bc_stats = dict(zip(("bc_loss", "q_lambda"), self._bc_stats.tolist()))
-            self._bc_stats = None
-        out.update(self._last_bc_stats)
+        out.update(self._last_bc_stats)  # from the latest actor update
         return out
 
     # --- state ---------------------------------------------------------------------------------

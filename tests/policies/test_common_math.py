@@ -1,7 +1,7 @@
 """The shared learn-step pieces in rlpipe/policies/_common.py agree bit for bit with the plain
 torch they stand for: gradient clipping with torch.nn.utils.clip_grad_norm_, the bootstrap
 weight with gamma · (1 − terminated), a gradient step with zero_grad, backward and clipping, and
-AdamStep with Adam.step."""
+AdamStep (and adam_step, which keeps one on the optimizer) with Adam.step."""
 import copy
 import math
 
@@ -10,7 +10,8 @@ import pytest
 import torch
 from torch import nn
 
-from rlpipe.policies._common import AdamStep, adam, clip_grad_norm, grad_step, td_discount
+from rlpipe.policies._common import (AdamStep, adam, adam_step, clip_grad_norm, grad_step,
+                                    td_discount)
 
 
 def net_with_grads(seed, scale, dtype=torch.float32):
@@ -183,3 +184,34 @@ def test_adam_step_of_rlpipes_adam_calls_the_kernel_itself():
         backward_on(net, torch.randn(3, 4))
         step()
     assert step._bound is not None
+
+
+def adam_pair(seed):
+    """A 2-layer MLP with a fused Adam as `adam` makes it, and a parameter that never gets a
+    gradient (Adam skips it)."""
+    torch.manual_seed(seed)
+    net = nn.Sequential(nn.Linear(5, 32), nn.ReLU(), nn.Linear(32, 3))
+    params = [*net.parameters(), nn.Parameter(torch.ones(4))]
+    return net, params, adam(params, 1e-2, torch.device("cpu"))
+
+
+def test_adam_step_matches_the_optimizers_step_bit_for_bit():
+    (net_a, params_a, opt_a), (net_b, params_b, opt_b) = adam_pair(0), adam_pair(0)
+    for i in range(6):
+        x = torch.randn(17, 5)
+        for net, params, opt, step in ((net_a, params_a, opt_a, lambda o: o.step()),
+                                       (net_b, params_b, opt_b, adam_step)):
+            grad_step(opt, net(x).square().mean(), params, None)
+            step(opt)
+        if i == 2:  # a state loaded from elsewhere replaces the state tensors
+            opt_b.load_state_dict(copy.deepcopy(opt_a.state_dict()))
+        for group in (opt_a.param_groups[0], opt_b.param_groups[0]):
+            group["lr"] = 1e-2 / (i + 2)  # a schedule changes the lr between steps
+    for a, b in zip(params_a, params_b):
+        assert torch.equal(a, b)
+    state_a, state_b = opt_a.state_dict()["state"], opt_b.state_dict()["state"]
+    assert state_a.keys() == state_b.keys() and len(state_a) == 4  # the unused one has none
+    for k in state_a:
+        for name in ("step", "exp_avg", "exp_avg_sq"):
+            assert torch.equal(state_a[k][name], state_b[k][name]), (k, name)
+    assert float(state_b[0]["step"]) == 6

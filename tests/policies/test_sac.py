@@ -109,11 +109,11 @@ def test_td_target_bootstraps_through_truncation_but_not_termination():
     constant_critic(policy.critic_target, 10.0)
     batch = transitions(3, terminated=[False, False, True], truncated=[False, True, False])
     batch["reward"] = np.array([1.0, 2.0, 3.0], np.float32)
-    y = policy._td_target(to_torch(batch)).numpy()
+    y = policy._td_target(to_torch(batch), policy._normal(3)).numpy()
     np.testing.assert_allclose(y, [1.0 + 0.9 * 10, 2.0 + 0.9 * 10, 3.0], atol=1e-4)
     # an n-step batch brings its own discount
     batch["discount"] = np.array([0.5, 0.0, 0.25], np.float32)
-    y = policy._td_target(to_torch(batch)).numpy()
+    y = policy._td_target(to_torch(batch), policy._normal(3)).numpy()
     np.testing.assert_allclose(y, [1.0 + 5.0, 2.0, 3.0 + 2.5], atol=1e-4)
 
 
@@ -124,7 +124,7 @@ def test_td_target_subtracts_the_entropy_term():
     batch = transitions(4096, terminated=np.zeros(4096))
     batch["reward"][:] = 0.0
     state = policy._learn_rng.get_state()
-    y = policy._td_target(to_torch(batch))
+    y = policy._td_target(to_torch(batch), policy._normal(4096))
     policy._learn_rng.set_state(state)  # replay the same next-action noise
     _, next_logp = policy.actor.sample(torch.as_tensor(batch["next_obs"]), policy._learn_rng)
     torch.testing.assert_close(y, -0.5 * next_logp)

@@ -90,15 +90,16 @@ def test_exploration_noise_scale_and_bounds():
 def test_target_policy_smoothing_noise_is_clipped():
     policy = make({"learn": {"target_noise": 10.0, "target_noise_clip": 0.3}})
     constant_actor(policy.actor_target, 0.0)
-    smoothed = policy._target_action(torch.zeros(5000, 3))
+    smoothed = policy._target_action(torch.zeros(5000, 3), policy._smoothing_noise(5000))
     assert smoothed.abs().max() <= 0.3 + 1e-6
     assert (smoothed.abs() > 0.3 - 1e-6).float().mean() > 0.9  # almost all noise hit the clip
     constant_actor(policy.actor_target, 5.0)  # μ ≈ 1: the sum is clipped to the box
-    smoothed = policy._target_action(torch.zeros(5000, 3))
+    smoothed = policy._target_action(torch.zeros(5000, 3), policy._smoothing_noise(5000))
     assert smoothed.max() <= 1.0 and smoothed.min() >= 1.0 - 0.3 - 1e-4
     policy = make({"learn": {"target_noise": 0.0}})
     constant_actor(policy.actor_target, 0.5)
-    torch.testing.assert_close(policy._target_action(torch.zeros(4, 3)),
+    torch.testing.assert_close(policy._target_action(torch.zeros(4, 3),
+                                                     policy._smoothing_noise(4)),
                                torch.full((4, 2), float(np.tanh(0.5))))
 
 
@@ -111,11 +112,11 @@ def test_td_target_bootstraps_through_truncation_but_not_termination():
         policy.critic_target.q_nets[1].net[0].bias.fill_(7.0)
     batch = transitions(3, terminated=[False, False, True], truncated=[False, True, False])
     batch["reward"] = np.array([1.0, 2.0, 3.0], np.float32)
-    y = policy._td_target(to_torch(batch)).numpy()
+    y = policy._td_target(to_torch(batch), policy._smoothing_noise(3)).numpy()
     np.testing.assert_allclose(y, [1.0 + 0.9 * 7, 2.0 + 0.9 * 7, 3.0], atol=1e-5)
     batch["discount"] = np.array([0.5, 0.0, 1.0], np.float32)
-    np.testing.assert_allclose(policy._td_target(to_torch(batch)).numpy(), [4.5, 2.0, 10.0],
-                               atol=1e-5)
+    y = policy._td_target(to_torch(batch), policy._smoothing_noise(3)).numpy()
+    np.testing.assert_allclose(y, [4.5, 2.0, 10.0], atol=1e-5)
 
 
 def test_actor_and_targets_update_every_policy_delay_steps():

@@ -54,10 +54,11 @@ def hand_gaps(temperature=1.0):
 
 
 def regularise(policy):
-    policy._cql_actions = lambda obs, next_obs, rows: (torch.from_numpy(SAMPLED),
-                                                       torch.from_numpy(LOG_DENSITY))
+    policy._cql_actions = lambda obs, next_obs, rows, noise: (torch.from_numpy(SAMPLED),
+                                                              torch.from_numpy(LOG_DENSITY))
     b = to_torch({k: v for k, v in DATA.items() if k != "truncated"}, "cpu")
-    return policy._regulariser(b, policy.box.to_unit(b["action"]))
+    loss, _, stats = policy._regulariser(b, policy.box.to_unit(b["action"]), {})
+    return loss, stats
 
 
 @pytest.mark.parametrize("temperature", [1.0, 2.0])
@@ -106,7 +107,7 @@ def test_the_sampled_actions_lie_in_the_box_with_their_densities():
                         "learn": {"cql_n_actions": 4}}, gym.spaces.Box(-1, 1, (3,)),
                        gym.spaces.Box(-1, 1, (2,)))
     obs = torch.randn(5, 3)
-    actions, log_density = policy._cql_actions(obs, obs + 1, 5)
+    actions, log_density = policy._cql_actions(obs, obs + 1, 5, policy._critic_noise(5))
     assert actions.shape == (5, 12, 2) and log_density.shape == (5, 12)
     assert actions.abs().max() <= 1.0
     assert torch.all(log_density[:, :4] == 2 * math.log(0.5))  # the uniform box [-1, 1]^2
