@@ -64,6 +64,7 @@ class MAPPOPolicy(Policy):
     """Multi-agent PPO with a centralised critic (global state, or all agents' observations)."""
 
     pipeline = "on-policy"
+    learn_stats = (*_STATS, "n_updates")
     multi_agent = True  # built with n_agents/state_space; faces take agent_mask/global_state
     supports_action_mask = True
     mask_space_types = (gym.spaces.Discrete, gym.spaces.MultiDiscrete)

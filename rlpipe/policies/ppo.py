@@ -101,6 +101,7 @@ class PPOPolicy(Policy):
     """Proximal policy optimisation (clipped objective) with an actor-critic network."""
 
     pipeline = "on-policy"  # trained by the zoo's on-policy pipeline
+    learn_stats = (*_STATS, "lr", "n_updates")
     supports_action_mask = True  # faces take action_mask=, learn reads "action_mask"
     mask_space_types = (gym.spaces.Discrete, gym.spaces.MultiDiscrete)
     obs_space_types = (gym.spaces.Box, gym.spaces.Dict, gym.spaces.Tuple, gym.spaces.Discrete,

@@ -1,0 +1,40 @@
+"""`policy.monitor_vars()` (DI-engine's name, e.g. the `metric_list` of `wandb_online_logger`)
+lists exactly the statistics the policy's learner reports: the `train/<name>` columns a short
+run writes to metrics.jsonl."""
+import pytest
+
+from rlpipe.cli import main
+from rlpipe.middleware import read_metrics
+from rlpipe.policies import SACPolicy, get_policy
+from rlpipe.zoo import get_entry
+
+RUNS = {  # entry: settings that make one or two learn calls cheap
+    "cartpole-dqn": ["--max-env-steps", "384", "--set", "replay.min_samples=64",
+                     "--set", "policy.collect.random_collect_size=64"],
+    "cartpole-ppo": ["--max-env-steps", "512", "--set", "policy.collect.n_sample=256",
+                     "--set", "policy.learn.epoch_per_collect=1"],
+    "cartpole-novel-ppo-lstm": ["--max-env-steps", "512", "--set", "policy.learn.epoch_per_collect=1"],
+    "simple-spread-mappo": ["--max-env-steps", "400", "--set", "policy.learn.epoch_per_collect=1"],
+}
+
+
+@pytest.mark.parametrize("entry", list(RUNS))
+def test_monitor_vars_are_the_learners_statistics(entry, tmp_path):
+    if entry == "simple-spread-mappo":
+        pytest.importorskip("mpe2")
+    run_dir = tmp_path / "run"
+    assert main(["train", entry, "--run-dir", str(run_dir), "--no-progress",
+                 "--set", "env.stop_value=1e9"] + RUNS[entry]) == 0
+    logged = {k[len("train/"):] for row in read_metrics(run_dir) for k in row
+              if k.startswith("train/")}
+    assert logged == set(get_entry(entry).policy_cls.learn_stats)
+
+
+def test_a_policy_that_lists_no_statistics_says_what_to_pass_instead():
+    import gymnasium as gym
+    import numpy as np
+
+    box = gym.spaces.Box(-1, 1, (2,), np.float32)
+    with pytest.raises(NotImplementedError, match="pass metric_list=None to wandb_online_logger"):
+        SACPolicy({}, box, box).monitor_vars()
+    assert get_policy("dqn").learn_stats is not None
