@@ -49,6 +49,7 @@ class R2D2Policy(Policy):
     pipeline = "off-policy"  # the zoo's off-policy pipeline, with sequence replay (recurrent)
     explores_with_eps = True
     recurrent = True
+    learn_stats = ("loss", "q_mean", "target_mean", "td_abs_mean", "grad_norm")
     space_hint = "R2D2 picks one of finitely many actions; for continuous control use SAC or PPO."
 
     @classmethod

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import gymnasium as gym
 import numpy as np
@@ -242,6 +242,12 @@ class SACPolicy(TwinCriticPolicy):
         out.update(self._last_actor_stats, alpha=flat[-1])
         out.update(critic)  # the regulariser's
         return out
+
+    def monitor_vars(self) -> List[str]:
+        """The statistics of `_forward_learn`: the critics', the latest actor update's, α and
+        the regulariser's (CQL's, by its settings)."""
+        return ["critic_loss", "q_mean", "target_mean", *self._last_actor_stats, "alpha",
+                *self._regulariser_stats()]
 
     def _warm_start(self) -> bool:
         """Whether this step's actor loss is a variant's warm start (none in SAC)."""

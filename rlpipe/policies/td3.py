@@ -45,6 +45,7 @@ class TD3Policy(TwinCriticPolicy):
     space_hint = "TD3 needs continuous (Box) actions. " + CONTINUOUS_HINT
     _ALGO = "TD3"
     _STATE_KEYS = ("actor_target", "actor_updates", "last_actor_loss")
+    learn_stats = ("critic_loss", "q_mean", "target_mean", "actor_loss")
 
     @classmethod
     def config_keys(cls) -> Dict[str, Any]:

@@ -40,6 +40,7 @@ class TD3BCPolicy(TD3Policy):
                  "(get_policy('bc'))."
     _ALGO = "TD3+BC"
     _STATE_KEYS = TD3Policy._STATE_KEYS + ("obs_normalizer", "last_bc_stats")
+    learn_stats = TD3Policy.learn_stats + ("bc_loss", "q_lambda")
 
     @classmethod
     def config_keys(cls) -> Dict[str, Any]:

@@ -1,11 +1,13 @@
 """`policy.monitor_vars()` (DI-engine's name, e.g. the `metric_list` of `wandb_online_logger`)
 lists exactly the statistics the policy's learner reports: the `train/<name>` columns a short
 run writes to metrics.jsonl."""
+import gymnasium as gym
+import numpy as np
 import pytest
 
 from rlpipe.cli import main
 from rlpipe.middleware import read_metrics
-from rlpipe.policies import SACPolicy, get_policy
+from rlpipe.policies import BCPolicy, get_policy
 from rlpipe.zoo import get_entry
 
 RUNS = {  # entry: settings that make one or two learn calls cheap
@@ -15,7 +17,24 @@ RUNS = {  # entry: settings that make one or two learn calls cheap
                      "--set", "policy.learn.epoch_per_collect=1"],
     "cartpole-novel-ppo-lstm": ["--max-env-steps", "512", "--set", "policy.learn.epoch_per_collect=1"],
     "simple-spread-mappo": ["--max-env-steps", "400", "--set", "policy.learn.epoch_per_collect=1"],
+    "cartpole-novel-r2d2": ["--max-env-steps", "1200", "--set", "replay.min_samples=256",
+                            "--set", "policy.collect.random_collect_size=256"],
+    "pendulum-sac": ["--max-env-steps", "400", "--set", "replay.min_samples=256",
+                     "--set", "policy.collect.random_collect_size=256"],
+    "pendulum-td3": ["--max-env-steps", "400", "--set", "replay.min_samples=256",
+                     "--set", "policy.collect.random_collect_size=256"],
 }
+
+
+def monitor_vars(entry):
+    """The entry's policy's monitor_vars(): the class's list, or an instance's when its list
+    depends on the settings (SAC's)."""
+    cls = get_entry(entry).policy_cls
+    if cls.learn_stats is not None:
+        return cls.learn_stats
+    cfg = get_entry(entry).resolve()
+    env = gym.make(cfg.env.id)
+    return cls(cfg.policy, env.observation_space, env.action_space).monitor_vars()
 
 
 @pytest.mark.parametrize("entry", list(RUNS))
@@ -27,14 +46,11 @@ def test_monitor_vars_are_the_learners_statistics(entry, tmp_path):
                  "--set", "env.stop_value=1e9"] + RUNS[entry]) == 0
     logged = {k[len("train/"):] for row in read_metrics(run_dir) for k in row
               if k.startswith("train/")}
-    assert logged == set(get_entry(entry).policy_cls.learn_stats)
+    assert logged == set(monitor_vars(entry))
 
 
 def test_a_policy_that_lists_no_statistics_says_what_to_pass_instead():
-    import gymnasium as gym
-    import numpy as np
-
     box = gym.spaces.Box(-1, 1, (2,), np.float32)
     with pytest.raises(NotImplementedError, match="pass metric_list=None to wandb_online_logger"):
-        SACPolicy({}, box, box).monitor_vars()
+        BCPolicy({}, box, box).monitor_vars()
     assert get_policy("dqn").learn_stats is not None
