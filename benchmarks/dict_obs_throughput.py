@@ -114,9 +114,8 @@ NETS = {"mlp": dict(hidden=(64, 64), activation="tanh", share_encoder=False,
         "conv": dict(hidden=(64,), activation="tanh", share_encoder=True)}
 
 
-def rlpipe_ppo_cpu(net: str, rollouts: int) -> float:
-    """CPU seconds per env step of rlpipe's PPO (collect → GAE → epochs of updates)."""
-    from rlpipe.middleware import gae_estimator, multistep_trainer
+def _rl_zoo_ppo(net: str) -> tuple:
+    """rlpipe's PPO at rl-zoo's DoorKey settings with network `net`: (cfg, envs, policy)."""
     from rlpipe.pipelines.onpolicy import resolve_config
     from rlpipe.policies import PPOPolicy
 
@@ -125,7 +124,14 @@ def rlpipe_ppo_cpu(net: str, rollouts: int) -> float:
         policy=dict(seed=0, model=NETS[net], collect=dict(n_sample=1024),
                     learn=dict(lr=2.5e-4, epoch_per_collect=10, batch_size=64))))
     env = EnvManager(DOORKEY, n_envs=8, seed=0, mode="sync")
-    policy = PPOPolicy(cfg.policy, env.observation_space, env.action_space)
+    return cfg, env, PPOPolicy(cfg.policy, env.observation_space, env.action_space)
+
+
+def rlpipe_ppo_cpu(net: str, rollouts: int) -> float:
+    """CPU seconds per env step of rlpipe's PPO (collect → GAE → epochs of updates)."""
+    from rlpipe.middleware import gae_estimator, multistep_trainer
+
+    cfg, env, policy = _rl_zoo_ppo(net)
     task = Task()
     with task.start(ctx=OnlineRLContext()):
         task.use(StepCollector(cfg, policy.collect_mode, env))
@@ -146,15 +152,8 @@ def rlpipe_update_cpu(net: str, repeats: int) -> "tuple[float, float]":
     from torch.profiler import profile
 
     from rlpipe.middleware import gae_estimator
-    from rlpipe.pipelines.onpolicy import resolve_config
-    from rlpipe.policies import PPOPolicy
 
-    cfg = resolve_config(PPOPolicy, dict(
-        env=dict(id=DOORKEY, n_envs=8),
-        policy=dict(seed=0, model=NETS[net], collect=dict(n_sample=1024),
-                    learn=dict(lr=2.5e-4, epoch_per_collect=10, batch_size=64))))
-    env = EnvManager(DOORKEY, n_envs=8, seed=0, mode="sync")
-    policy = PPOPolicy(cfg.policy, env.observation_space, env.action_space)
+    cfg, env, policy = _rl_zoo_ppo(net)
     batches = []
     task = Task()
     with task.start(ctx=OnlineRLContext()):

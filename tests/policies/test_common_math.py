@@ -123,16 +123,22 @@ def same_training(nets, optims):
     return params and moments
 
 
-@pytest.mark.parametrize("lr", [2.5e-4, 3e-2])
-def test_adam_step_trains_as_adam_step_bit_for_bit(lr):
-    nets, optims = adam_twins(lr=lr, eps=1e-5, fused=True)
-    step = AdamStep(optims[1])
-    for i in range(6):
+def train_both(nets, optims, step, n):
+    """`n` steps on the same inputs: the first network by Adam.step, the second by `step`."""
+    for _ in range(n):
         x = torch.randn(9, 6)
         backward_on(nets[0], x)
         optims[0].step()
         backward_on(nets[1], x)
         step()
+
+
+@pytest.mark.parametrize("lr", [2.5e-4, 3e-2])
+def test_adam_step_trains_as_adam_step_bit_for_bit(lr):
+    nets, optims = adam_twins(lr=lr, eps=1e-5, fused=True)
+    step = AdamStep(optims[1])
+    for i in range(6):
+        train_both(nets, optims, step, 1)
         assert same_training(nets, optims), f"step {i}"
     assert step._bound is not None  # past the first step it called the kernel itself
 
@@ -140,21 +146,11 @@ def test_adam_step_trains_as_adam_step_bit_for_bit(lr):
 def test_adam_step_follows_a_loaded_state_and_counts_into_the_optimizers_state():
     nets, optims = adam_twins(lr=1e-2, fused=True)
     step = AdamStep(optims[1])
-    for _ in range(3):
-        x = torch.randn(9, 6)
-        backward_on(nets[0], x)
-        optims[0].step()
-        backward_on(nets[1], x)
-        step()
+    train_both(nets, optims, step, 3)
     saved = copy.deepcopy(optims[0].state_dict())
     optims[1].load_state_dict(copy.deepcopy(saved))
     nets[1].load_state_dict(nets[0].state_dict())
-    for _ in range(2):
-        x = torch.randn(9, 6)
-        backward_on(nets[0], x)
-        optims[0].step()
-        backward_on(nets[1], x)
-        step()
+    train_both(nets, optims, step, 2)
     assert same_training(nets, optims)
     assert optims[1].state_dict()["state"][0]["step"].item() == 5.0
 
@@ -166,12 +162,7 @@ def test_adam_step_leaves_other_settings_and_hooks_to_adam(setting):
     step = AdamStep(optims[1])
     calls = []
     optims[1].register_step_post_hook(lambda *args: calls.append(1))
-    for _ in range(3):
-        x = torch.randn(9, 6)
-        backward_on(nets[0], x)
-        optims[0].step()
-        backward_on(nets[1], x)
-        step()
+    train_both(nets, optims, step, 3)
     assert same_training(nets, optims)
     assert len(calls) == 3  # every step went through Adam.step, which runs the hook
 
