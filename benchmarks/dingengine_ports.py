@@ -1,20 +1,21 @@
 """DI-engine's examples, as ported in tests/dingengine, at full budget.
 
-DI-engine's examples have no env-step budget: they run until the evaluator's mean return
-reaches `stop_value`: 195 for `dqn.py`, `dqn_nstep.py`, `dqn_per.py`, `ppo.py` and `r2d2.py`
+DI-engine's examples have no env-step budget: they run until the evaluator's mean return reaches
+`stop_value`: 0 for `mappo.py` (dizoo's simple_spread config: never reached, so it runs its
+whole budget), 195 for `dqn.py`, `dqn_nstep.py`, `dqn_per.py`, `ppo.py` and `r2d2.py`
 (CartPole-v0, dizoo's cartpole configs), -250 for `sac.py` and `td3.py` (dizoo's pendulum
 configs), 200 for `ppo_lunarlander.py`, `ppo_lunarlander_continuous.py` and
 `apex_dqn_priority_parallel_wandb.py` (dizoo's and `ding.config`'s LunarLander configs). Each
-port runs here on the zoo's config for its task (`cartpole-dqn`, `cartpole-ppo`,
-`pendulum-sac`, `pendulum-td3`, `cartpole-novel-r2d2`, `lunarlander-ppo`, `lunarlander-dqn`;
-the generic `ppo@LunarLanderContinuous-v3`, given `lunarlander-ppo`'s budget of 1M env steps)
-with that stop value (`--stop`; `--no-stop` runs the whole budget), capped at the budget, and
-prints the env step of the first evaluation at or above the threshold (`--threshold`, the stop
-value unless given), and the best and last evaluation. The LunarLander ports need the [box2d]
-extra.
+port runs here on the zoo's config for its task (`cartpole-dqn`, `cartpole-ppo`, `pendulum-sac`,
+`pendulum-td3`, `cartpole-novel-r2d2`, `simple-spread-mappo`, `lunarlander-ppo`, `lunarlander-
+dqn`; the generic `ppo@LunarLanderContinuous-v3`, given `lunarlander-ppo`'s budget of 1M env
+steps) with that stop value (`--stop`; `--no-stop` runs the whole budget), capped at the budget,
+and prints the env step of the first evaluation at or above the threshold (`--threshold`, the
+stop value unless given), and the best and last evaluation. The LunarLander ports need the
+[box2d] extra.
 
 Run:  python benchmarks/dingengine_ports.py [--which dqn ppo (the default) dqn-nstep dqn-per
-      sac td3 r2d2 ppo-lunarlander ppo-lunarlander-continuous apex-dqn-lunarlander]
+      sac td3 r2d2 mappo ppo-lunarlander ppo-lunarlander-continuous apex-dqn-lunarlander]
       [--seed 0] [--stop V | --no-stop] [--threshold V]
 """
 from __future__ import annotations
@@ -67,6 +68,9 @@ PORTS = {
     # dizoo's cartpole_r2d2_config stops at 195 (CartPole-v0); the port runs on the zoo's
     # CartPole without velocities, whose episodes reach 500
     "r2d2": Port("cartpole-novel-r2d2", "test_r2d2_port", "r2d2_main", 195.0),
+    # dizoo's ptz_simple_spread_mappo_config stops at 0, a team return no run reaches: the port
+    # runs the entry's whole budget (`--threshold -53.2`: the zoo entry's bar)
+    "mappo": Port("simple-spread-mappo", "test_mappo_port", "mappo_main", 0.0),
 }
 
 
