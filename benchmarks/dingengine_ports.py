@@ -7,12 +7,12 @@ whole budget), 195 for `dqn.py`, `dqn_nstep.py`, `dqn_per.py`, `ppo.py` and `r2d
 configs), 200 for `ppo_lunarlander.py`, `ppo_lunarlander_continuous.py` and
 `apex_dqn_priority_parallel_wandb.py` (dizoo's and `ding.config`'s LunarLander configs). Each
 port runs here on the zoo's config for its task (`cartpole-dqn`, `cartpole-ppo`, `pendulum-sac`,
-`pendulum-td3`, `cartpole-novel-r2d2`, `simple-spread-mappo`, `lunarlander-ppo`, `lunarlander-
-dqn`; the generic `ppo@LunarLanderContinuous-v3`, given `lunarlander-ppo`'s budget of 1M env
-steps) with that stop value (`--stop`; `--no-stop` runs the whole budget), capped at the budget,
-and prints the env step of the first evaluation at or above the threshold (`--threshold`, the
-stop value unless given), and the best and last evaluation. The LunarLander ports need the
-[box2d] extra.
+`pendulum-td3`, `cartpole-novel-r2d2`, `simple-spread-mappo`, `lunarlander-ppo`,
+`lunarlander-dqn`; the generic `ppo@LunarLanderContinuous-v3`, given `lunarlander-ppo`'s budget
+of 1M env steps) with that stop value (`--stop`; `--no-stop` runs the whole budget), capped at
+the budget, and prints the env step of the first evaluation at or above the threshold
+(`--threshold`, the stop value unless given), and the best and last evaluation. The LunarLander
+ports need the [box2d] extra.
 
 Run:  python benchmarks/dingengine_ports.py [--which dqn ppo (the default) dqn-nstep dqn-per
       sac td3 r2d2 mappo ppo-lunarlander ppo-lunarlander-continuous apex-dqn-lunarlander]
