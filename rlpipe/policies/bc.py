@@ -52,6 +52,7 @@ class BCPolicy(Policy):
     pipeline = "offline"
     explores_with_eps = True  # collect_mode.forward takes eps (uniform random actions)
     space_hint = "BC clones Discrete or 1-D Box actions; flatten other action spaces."
+    learn_stats = ("loss", "grad_norm")
 
     @classmethod
     def config_keys(cls) -> Dict[str, Any]:

@@ -40,6 +40,7 @@ class DiscreteCQLPolicy(DQNPolicy):
     """CQL(H) for Discrete actions: DQN plus α · (logsumexp_a Q(s, a) − Q(s, a_data))."""
 
     pipeline = "offline"  # trained from a data set; the off-policy pipeline can fine-tune it
+    learn_stats = DQNPolicy.learn_stats + ("cql_gap",)
     space_hint = ("Discrete CQL picks one of finitely many actions; for continuous control use "
                   "CQL (get_policy('cql')).")
 

@@ -66,6 +66,8 @@ class IQLPolicy(TwinCriticPolicy):
     space_hint = "IQL here needs continuous (Box) actions. " + CONTINUOUS_HINT
     _ALGO = "IQL"
     _STATE_KEYS = ("value", "value_optimizer", "last_stats")
+    learn_stats = ("critic_loss", "q_mean", "target_mean", "value_loss", "v_mean", "actor_loss",
+                   "adv_mean", "weight_mean")
     _REQUIRED_LEARN = TwinCriticPolicy._REQUIRED_LEARN + ("value_lr", "expectile", "beta",
                                                           "max_weight")
 
