@@ -40,7 +40,7 @@ from rlpipe.models.actor_critic import head_distribution
 from rlpipe.models.distributions import categorical_entropy, categorical_log_prob
 from rlpipe.schema import key
 
-from ._common import (AdamStep, adam, clone_state, grad_step, hard_update, model_spaces,
+from ._common import (adam, adam_step, clone_state, grad_step, hard_update, model_spaces,
                       resolve_device)
 from ._masks import masked_categorical, masked_logits, masked_mode, policy_mask
 from ._ppo_loss import PPOTerms, clipped_terms, normalise_adv, ratio_stats
@@ -183,7 +183,6 @@ class PPOPolicy(Policy):
         self.acting = copy.deepcopy(self.model).to(self.collect_device).requires_grad_(False)
         self._params = list(self.model.parameters())
         self.optimizer = adam(self._params, c.learn.lr, self.device, eps=1e-5)
-        self._optimizer_step = AdamStep(self.optimizer)  # optimizer.step(), the same bits
         # without a seed, draw one from torch's global RNG (so a seeded run stays reproducible)
         seed = c.seed if c.seed is not None else int(torch.randint(2**62, ()).item())
         self._collect_rng = torch.Generator(self.collect_device).manual_seed(seed)
@@ -407,7 +406,7 @@ class PPOPolicy(Policy):
         grad_norm = grad_step(self.optimizer, loss, self._params, self.cfg.learn.grad_clip,
                               norm=True)
         with self._lock:
-            self._optimizer_step()
+            adam_step(self.optimizer)
             self.train_iter += 1
         return grad_norm
 
