@@ -15,7 +15,7 @@ the budget, and prints the env step of the first evaluation at or above the thre
 ports need the [box2d] extra.
 
 Run:  python benchmarks/dingengine_ports.py [--which dqn ppo (the default) dqn-nstep dqn-per
-      sac td3 r2d2 mappo ppo-lunarlander ppo-lunarlander-continuous apex-dqn-lunarlander]
+      sac td3 r2d2 mappo cql ppo-lunarlander ppo-lunarlander-continuous apex-dqn-lunarlander]
       [--seed 0] [--stop V | --no-stop] [--threshold V]
 """
 from __future__ import annotations
@@ -71,6 +71,9 @@ PORTS = {
     # dizoo's ptz_simple_spread_mappo_config stops at 0, a team return no run reaches: the port
     # runs the entry's whole budget (`--threshold -53.2`: the zoo entry's bar)
     "mappo": Port("simple-spread-mappo", "test_mappo_port", "mappo_main", 0.0),
+    # offline: dizoo's pendulum_cql_config stops at -250; the port trains the entry's
+    # max_train_iter on its data set (made by its recipe, rlpipe.pipelines.recipes, if absent)
+    "cql": Port("pendulum-cql", "test_more_ports", "cql_main", -250.0),
 }
 
 
@@ -78,16 +81,18 @@ class _EvalLines(logging.Handler):
     """Collects (env_step, mean return) from the evaluator's log lines: every port logs them
     (those of an evaluator process reach the learner's log), not every port has a logger."""
 
-    LINE = re.compile(r"eval at train_iter \d+, env_step (\d+): mean return (-?[\d.]+|nan)")
+    # an offline evaluator's lines have no env step
+    LINE = re.compile(r"eval at train_iter (\d+)(?:, env_step (\d+))?: mean return (-?[\d.]+|nan)")
 
-    def __init__(self, out: List[Tuple[int, float]]) -> None:
+    def __init__(self, out: List[Tuple[int, int, float]]) -> None:
         super().__init__(logging.INFO)
         self.out = out
 
     def emit(self, record: logging.LogRecord) -> None:
         match = self.LINE.search(record.getMessage())
         if match:
-            self.out.append((int(match.group(1)), float(match.group(2))))
+            step, env_step, value = match.groups()
+            self.out.append((int(step), int(env_step or 0), float(value)))
 
 
 def _set(cfg: Any, dotted: str, value: Any) -> None:
@@ -103,6 +108,23 @@ def _arg(name: str) -> Any:
     return getattr(rlpipe.policies, name, name)
 
 
+def _dataset(dataset_id: str) -> Any:
+    """The data set `dataset_id`, made first by its recipe's commands where it is absent."""
+    import shlex
+
+    from rlpipe.cli import main as rlpipe
+    from rlpipe.data import load_dataset, local_datasets
+    from rlpipe.pipelines.recipes import RECIPES
+
+    if dataset_id not in local_datasets():
+        for line in RECIPES[dataset_id]:
+            print(f"making {dataset_id}: {line}", flush=True)
+            code = rlpipe(shlex.split(line)[1:] + ["--no-progress"])
+            if code:
+                raise SystemExit(f"`{line}` exited with {code}")
+    return load_dataset(dataset_id)
+
+
 def run(which: str, seed: int, stop: Optional[float], threshold: float, run_dir: str) -> dict:
     port = PORTS[which]
     main = getattr(importlib.import_module(f"tests.dingengine.{port.module}"), port.main)
@@ -115,18 +137,26 @@ def run(which: str, seed: int, stop: Optional[float], threshold: float, run_dir:
     if port.main == "continuous_main":
         cfg.max_train_iter = (cfg.max_env_step * cfg.policy.learn.update_per_collect
                               // cfg.policy.collect.n_sample)
-    evals: List[Tuple[int, float]] = []
+    # the offline port's data set, made first where absent (its recipe's training logs
+    # evaluations too, which are not the port's)
+    args = ((_dataset(cfg.dataset.id),) if port.main == "cql_main"
+            else tuple(map(_arg, port.args)))
+    evals: List[Tuple[int, int, float]] = []
     handler = _EvalLines(evals)
     logging.getLogger("rlpipe.middleware.evaluator").addHandler(handler)
     try:
-        main(cfg, *map(_arg, port.args))
+        main(cfg, *args)
     finally:
         logging.getLogger("rlpipe.middleware.evaluator").removeHandler(handler)
-    solved = next((step for step, value in evals if value >= threshold), None)
-    return {"port": which, "entry": port.entry, "seed": seed, "budget": cfg.max_env_step,
+    # offline ports count updates (their env step stays 0), online ones env steps
+    at = 0 if port.main == "cql_main" else 1
+    solved = next((row[at] for row in evals if row[2] >= threshold), None)
+    return {"port": which, "entry": port.entry, "seed": seed,
+            "budget": cfg.max_train_iter if at == 0 else cfg.max_env_step,
+            "counted_in": "train_iter" if at == 0 else "env_step",
             "stop_value": stop, "threshold": threshold, "solved_at": solved,
-            "env_steps": evals[-1][0],
-            "best_eval": max(v for _, v in evals), "last_eval": evals[-1][1],
+            "steps": evals[-1][at],
+            "best_eval": max(row[2] for row in evals), "last_eval": evals[-1][2],
             "evaluations": len(evals)}
 
 
