@@ -21,8 +21,8 @@ run: $(STAMP)
 # (wall-clock, kill and Ray tests; tests/conftest.py) alone.
 # (both passes run; the target fails when either does)
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -ra -n $(JOBS) -m "not serial" tests; parallel=$$?; \
-	$(BIN)/python -m pytest -q -ra -m "serial" tests; serial=$$?; \
+	$(BIN)/python -m pytest -q -ra --durations=20 -n $(JOBS) -m "not serial" tests; parallel=$$?; \
+	$(BIN)/python -m pytest -q -ra --durations=10 -m "serial" tests; serial=$$?; \
 	test $$parallel -eq 0 -a $$serial -eq 0
 
 test-fast: $(STAMP)
