@@ -51,8 +51,12 @@ SETTINGS: List[Tuple[str, str, str, str]] = [
      "Same."),
     ("clip range (PPO CartPole)", "constant 0.2 (no schedule)", "`lin_0.2`: 0.2 → 0",
      "Differs: rlpipe has no clip schedule. Late in training SB3 clips harder."),
-    ("PPO details", "advantages normalised per minibatch, value loss unclipped, vf 0.5, grad "
-     "norm 0.5", "the same (clip_range_vf None)", "Same."),
+    ("PPO details", "advantages normalised per minibatch, value loss ½·(V − R)² unclipped with "
+     "`value_coef` 1.0, grad norm 0.5", "advantages per minibatch, value loss mse(R, V) "
+     "unclipped (clip_range_vf None) with vf_coef 0.5, max_grad_norm 0.5",
+     "Same loss: 1.0 × ½ × squared error = 0.5 × squared error. (Runs recorded before "
+     "2026-11-28 had value_coef 0.5, half SB3's value gradient: their rlpipe rows were "
+     "rerun.)"),
     ("SAC entropy", "auto α from 1.0 on log α, target −dim(A); log-std clamped to [−5, 2]",
      "ent_coef 'auto' from 1.0 on log α, target −dim(A); log-std clamped to [−20, 2]",
      "Clamp range differs; it binds only for near-deterministic policies. Critic loss: rlpipe "

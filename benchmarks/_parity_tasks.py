@@ -117,7 +117,8 @@ _DQN_LUNAR = ParityTask(
 
 # --- PPO --------------------------------------------------------------------------------------
 # rl-zoo CartPole-v1: 8 envs, n_steps 32, batch 256, gae_lambda 0.8, gamma 0.98, n_epochs 20,
-# ent_coef 0, lr lin_1e-3, clip_range lin_0.2 (rlpipe: constant 0.2, see SETTINGS).
+# ent_coef 0, lr lin_1e-3, clip_range lin_0.2 (rlpipe: constant 0.2, see SETTINGS). SB3's vf_coef
+# 0.5 weighs the mean squared value error: rlpipe's value_coef 1.0 on its ½·squared error.
 _PPO_CARTPOLE = ParityTask(
     name="ppo-cartpole-50k", algo="ppo", env_id="CartPole-v1", budget=50_000, eval_every=2500,
     eval_episodes=10, n_envs=8,
@@ -125,7 +126,7 @@ _PPO_CARTPOLE = ParityTask(
         model=dict(hidden=(64, 64), activation="tanh"),
         learn=dict(lr=1e-3, lr_schedule="linear", lr_decay_env_steps=50_000,
                    epoch_per_collect=20, batch_size=256, gamma=0.98, gae_lambda=0.8,
-                   clip_ratio=0.2, entropy_coef=0.0, value_coef=0.5, grad_clip=0.5),
+                   clip_ratio=0.2, entropy_coef=0.0, value_coef=1.0, grad_clip=0.5),
         collect=dict(n_sample=256)), 50_000),
     sb3=dict(n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98, n_epochs=20, ent_coef=0.0,
              learning_rate="lin_1e-3", clip_range="lin_0.2", vf_coef=0.5, max_grad_norm=0.5),
@@ -139,7 +140,7 @@ _PPO_LUNAR = ParityTask(
     rlpipe=_onpolicy("LunarLander-v3", 16, dict(
         model=dict(hidden=(64, 64), activation="tanh"),
         learn=dict(lr=3e-4, epoch_per_collect=4, batch_size=64, gamma=0.999, gae_lambda=0.98,
-                   clip_ratio=0.2, entropy_coef=0.01, value_coef=0.5, grad_clip=0.5),
+                   clip_ratio=0.2, entropy_coef=0.01, value_coef=1.0, grad_clip=0.5),
         collect=dict(n_sample=16_384)), 1_000_000),
     sb3=dict(n_steps=1024, batch_size=64, gae_lambda=0.98, gamma=0.999, n_epochs=4,
              ent_coef=0.01, learning_rate=3e-4, vf_coef=0.5, max_grad_norm=0.5),

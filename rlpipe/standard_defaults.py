@@ -90,7 +90,8 @@ PPO = _sb3("PPO", [
     ("policy.learn.clip_ratio", 0.2, "clip_range=0.2"),
     ("policy.learn.value_clip", None, "clip_range_vf=None"),
     ("policy.learn.entropy_coef", 0.0, "ent_coef=0.0"),
-    ("policy.learn.value_coef", 0.5, "vf_coef=0.5"),
+    # SB3 weighs the mean squared value error by 0.5; rlpipe's value loss is ½·squared error
+    ("policy.learn.value_coef", 1.0, "vf_coef=0.5 on the mean squared error"),
     ("policy.learn.grad_clip", 0.5, "max_grad_norm=0.5"),
     ("policy.learn.adv_norm", True, "normalize_advantage=True"),
     ("policy.learn.target_kl", None, "target_kl=None"),
@@ -160,7 +161,7 @@ PPO_LSTM = tuple(
         ("policy.learn.gae_lambda", 0.95, "gae_lambda=0.95"),
         ("policy.learn.clip_ratio", 0.2, "clip_range=0.2"),
         ("policy.learn.entropy_coef", 0.0, "ent_coef=0.0"),
-        ("policy.learn.value_coef", 0.5, "vf_coef=0.5"),
+        ("policy.learn.value_coef", 1.0, "vf_coef=0.5 on the mean squared error"),
         ("policy.learn.grad_clip", 0.5, "max_grad_norm=0.5"),
         ("policy.model.core_size", 256, "lstm_hidden_size=256"),
         ("policy.model.core_kind", "lstm", "one LSTM layer"),
