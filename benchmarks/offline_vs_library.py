@@ -2,6 +2,7 @@
 
     python benchmarks/offline_vs_library.py [--algos iql td3-bc cql] [--rounds 7]
         [--round-ms 1000] [--updates N] [--hidden 256 256] [--batch 256] [--compile]
+        [--sampling]
 
 d3rlpy is not a dependency of rlpipe: run this script with the interpreter of a venv where
 `import d3rlpy` works beside rlpipe (docs/benchmarks.md, "Offline learners against d3rlpy");
@@ -32,7 +33,11 @@ Timing is this process's CPU time (`time.process_time`) with one torch thread, a
 of 5 updates per side; each round times N updates of every side (N fills about --round-ms on
 the slowest side, unless --updates sets it), the order of the sides rotating by round; the
 table shows each side's median ms per update over the rounds and the ratios. A ratio
-library/rlpipe of 5 means rlpipe's step takes a fifth of d3rlpy's.
+library/rlpipe of 5 means rlpipe's step takes a fifth of d3rlpy's. `--sampling` adds a line
+with the CPU ms of drawing one batch from the data set as each framework's offline loop does
+before each update (not in the table's figures): rlpipe's `offline_data_fetcher` over an
+`OfflineDataset`, d3rlpy's `sample_transition_batch` (what its `fit()` calls) over an
+`MDPDataset` of the same episodes.
 """
 from __future__ import annotations
 
@@ -96,29 +101,45 @@ def d3rlpy_available() -> bool:
     return importlib.util.find_spec("d3rlpy") is not None
 
 
-def pendulum_data(episodes: int = 10, seed: int = 0) -> Dict[str, np.ndarray]:
-    """Transitions of `episodes` random-action Pendulum-v1 episodes (200 steps each), with each
-    row's next action (zero at an episode's end), as an offline data set holds them."""
+def pendulum_episodes(episodes: int = 10, seed: int = 0) -> List[Dict[str, np.ndarray]]:
+    """`episodes` random-action Pendulum-v1 episodes (200 steps each) as Minari stores them:
+    observations (steps + 1 rows), actions, rewards, terminations, truncations."""
     env = gym.make("Pendulum-v1")
     env.action_space.seed(seed)
-    rows: Dict[str, List[Any]] = {k: [] for k in ("obs", "action", "reward", "next_obs",
-                                                  "terminated", "truncated", "next_action")}
+    out = []
     for ep in range(episodes):
         obs, _ = env.reset(seed=seed + ep)
-        done, actions = False, []
+        steps: Dict[str, List[Any]] = {k: [] for k in ("observations", "actions", "rewards",
+                                                       "terminations", "truncations")}
+        steps["observations"].append(obs)
+        done = False
         while not done:
             action = env.action_space.sample()
-            next_obs, reward, terminated, truncated, _ = env.step(action)
-            for k, v in (("obs", obs), ("action", action), ("reward", reward),
-                         ("next_obs", next_obs), ("terminated", terminated),
-                         ("truncated", truncated)):
-                rows[k].append(v)
-            actions.append(action)
-            obs, done = next_obs, terminated or truncated
-        rows["next_action"] += actions[1:] + [np.zeros_like(action)]
+            obs, reward, terminated, truncated, _ = env.step(action)
+            for k, v in (("observations", obs), ("actions", action), ("rewards", reward),
+                         ("terminations", terminated), ("truncations", truncated)):
+                steps[k].append(v)
+            done = terminated or truncated
+        types = {"terminations": bool, "truncations": bool}
+        out.append({k: np.asarray(v, dtype=types.get(k, np.float32)) for k, v in steps.items()})
     env.close()
-    types = {"terminated": bool, "truncated": bool}
-    return {k: np.asarray(v, dtype=types.get(k, np.float32)) for k, v in rows.items()}
+    return out
+
+
+def pendulum_data(episodes: int = 10, seed: int = 0,
+                  stored: List[Dict[str, np.ndarray]] | None = None) -> Dict[str, np.ndarray]:
+    """The transitions of `pendulum_episodes` (or of `stored` ones) as rows, with each row's
+    next action (zero at an episode's end)."""
+    stored = pendulum_episodes(episodes, seed) if stored is None else stored
+    cat = lambda parts: np.concatenate(parts).astype(parts[0].dtype)  # noqa: E731
+    return {"obs": cat([ep["observations"][:-1] for ep in stored]),
+            "action": cat([ep["actions"] for ep in stored]),
+            "reward": cat([ep["rewards"] for ep in stored]),
+            "next_obs": cat([ep["observations"][1:] for ep in stored]),
+            "terminated": cat([ep["terminations"] for ep in stored]),
+            "truncated": cat([ep["truncations"] for ep in stored]),
+            "next_action": cat([np.concatenate([ep["actions"][1:], ep["actions"][:1] * 0])
+                                for ep in stored])}
 
 
 def fixed_batch(data: Dict[str, np.ndarray], rows: int, seed: int = 0) -> Dict[str, np.ndarray]:
@@ -244,6 +265,46 @@ def build(name: str, hidden: Sequence[int], batch_size: int, compile_: bool = Fa
     return Sides(updates, policy, bare, library_params)
 
 
+def sampling_sides(stored: List[Dict[str, np.ndarray]], batch_size: int,
+                   library: bool) -> Dict[str, Callable[[], object]]:
+    """One batch drawn from the data set (and returned) as each framework's offline loop draws
+    it per step: rlpipe's `offline_data_fetcher` over an `OfflineDataset`, d3rlpy's
+    `ReplayBuffer.sample_transition_batch` (what `fit()` calls) over an `MDPDataset`."""
+    from easydict import EasyDict
+
+    from rlpipe.contexts import OfflineRLContext
+    from rlpipe.data import OfflineDataset
+    from rlpipe.middleware.offline import offline_data_fetcher
+
+    dataset = OfflineDataset.from_episodes(stored, lvb.PENDULUM_OBS, lvb.PENDULUM_ACT)
+    fetch = offline_data_fetcher(EasyDict(policy=dict(learn=dict(batch_size=batch_size))),
+                                 dataset)
+    ctx = OfflineRLContext()
+
+    def draw() -> Any:
+        fetch(ctx)
+        return ctx.train_data
+
+    sides: Dict[str, Callable[[], object]] = {"rlpipe": draw}
+    if library:
+        import logging
+
+        import d3rlpy
+        import structlog
+
+        # d3rlpy logs an info line per inferred signature of a new data set; keep the table clean
+        structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+        steps = sum(len(ep["rewards"]) for ep in stored)
+        buffer = d3rlpy.dataset.MDPDataset(
+            observations=np.concatenate([ep["observations"][:-1] for ep in stored]),
+            actions=np.concatenate([ep["actions"] for ep in stored]) / 2.0,
+            rewards=np.concatenate([ep["rewards"] for ep in stored]).reshape(steps, 1),
+            terminals=np.concatenate([ep["terminations"] for ep in stored]).astype(np.float32),
+            timeouts=np.concatenate([ep["truncations"] for ep in stored]).astype(np.float32))
+        sides["d3rlpy"] = lambda: buffer.sample_transition_batch(batch_size)
+    return sides
+
+
 def check_shapes(name: str, sides: Sides) -> None:
     """The sides train parameters of the same shapes, or the comparison is void."""
     ours = squeezed_shapes(optimized_params(policy_optimizers(sides.policy)))
@@ -288,6 +349,9 @@ def main(argv: List[str] | None = None) -> None:
     ap.add_argument("--batch", type=int, default=256, help="rows per update (d3rlpy's: 256)")
     ap.add_argument("--compile", action="store_true",
                     help="add a side: rlpipe with policy.learn.compile=True")
+    ap.add_argument("--sampling", action="store_true",
+                    help="also time drawing one batch from the data set, as each framework's "
+                         "offline loop does before each update")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     torch.manual_seed(0)
@@ -306,7 +370,8 @@ def main(argv: List[str] | None = None) -> None:
         ["d3rlpy/bare", "rlpipe/bare"]
     print(f"{'algorithm':<10}" + "".join(f"{c:>10}" for c in cols)
           + "".join(f"{r:>16}" for r in ratios))
-    data = pendulum_data()
+    stored = pendulum_episodes()
+    data = pendulum_data(stored=stored)
     for name in args.algos:
         sides = build(name, args.hidden, args.batch, args.compile, library, data)
         check_shapes(name, sides)
@@ -317,6 +382,11 @@ def main(argv: List[str] | None = None) -> None:
             a, b = r.split("/")
             row += f"{ms[a] / ms[b]:>16.2f}" if a in ms and b in ms else f"{'-':>16}"
         print(f"{name:<10}{row}", flush=True)
+    if args.sampling:
+        ms = measure(sampling_sides(stored, args.batch, library), args.rounds, args.updates,
+                     args.round_ms)
+        print(f"drawing one batch of {args.batch} from the data set: "
+              + ", ".join(f"{side} {t:.3f} ms" for side, t in ms.items()))
 
 
 if __name__ == "__main__":

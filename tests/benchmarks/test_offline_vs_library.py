@@ -67,3 +67,12 @@ def test_two_updates_print_a_row_per_algorithm_with_positive_finite_figures():
             assert library == "-" and ratios[:2] == ["-", "-"], name
     if not HAS_D3RLPY:
         assert "d3rlpy is not importable" in done.stdout
+
+
+def test_sampling_draws_a_batch_of_the_requested_rows_on_each_side():
+    script = load_script()
+    sides = script.sampling_sides(script.pendulum_episodes(episodes=1), 32, HAS_D3RLPY)
+    assert set(sides) == ({"rlpipe", "d3rlpy"} if HAS_D3RLPY else {"rlpipe"})
+    assert len(sides["rlpipe"]()["reward"]) == 32
+    if HAS_D3RLPY:
+        assert sides["d3rlpy"]().observations.shape == (32, 3)
