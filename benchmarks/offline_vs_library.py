@@ -25,6 +25,7 @@ policy and the bare loop map them inside the step).
   and d3rlpy's values of every setting that changes the work or the math (`D3RLPY_DEFAULTS`
   below; for CQL: 10 sampled actions from each of the 3 samplers, the Lagrange α' with
   threshold 10 as d3rlpy's default). `--compile` adds a side with `policy.learn.compile=True`.
+  (CQL's target: d3rlpy takes π's mean action at s', rlpipe a sampled one; one actor pass each.)
 - bare: the bare loop of benchmarks/learner_vs_bare.py at the same networks and batch (its
   CQL keeps α_cql fixed: it leaves out the Lagrange multiplier's scalar update that d3rlpy and
   rlpipe do).
