@@ -45,7 +45,7 @@ import statistics
 import pathlib
 import sys
 import time
-from typing import Any, Callable, Dict, List, NamedTuple, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Sequence, Tuple
 
 import gymnasium as gym
 import numpy as np
@@ -91,6 +91,18 @@ def transitions(obs_space: gym.spaces.Box, action_space: gym.Space,
             "reward": rng.normal(size=n).astype(np.float32),
             "next_obs": rng.normal(size=(n, obs_dim)).astype(np.float32),
             "terminated": rng.random(n) < 0.05, "truncated": np.zeros(n, bool)}
+
+
+def sized_cfg(hidden: Sequence[int] | None, batch_size: int | None,
+              nets: Sequence[str]) -> Dict[str, Any]:
+    """A policy config at its defaults except, where given, the layers of each network named in
+    `nets` (model keys such as "actor_hidden") and the batch size."""
+    cfg: Dict[str, Any] = {"seed": 0}
+    if hidden is not None:
+        cfg["model"] = {net: tuple(hidden) for net in nets}
+    if batch_size is not None:
+        cfg["learn"] = {"batch_size": batch_size}
+    return cfg
 
 
 # ------------------------------------------------------------------------------------------------
@@ -176,11 +188,14 @@ def continuous_batch(batch: Dict[str, np.ndarray]):
     return o, a, r, no, d
 
 
-def bare_sac(cql: bool = False) -> Case:
+def bare_sac(cql: bool = False, hidden: Sequence[int] | None = None,
+             batch_size: int | None = None) -> Case:
     """SAC, or with `cql` CQL(H) at its defaults: the target without the entropy term, and the
     critics' loss plus α_cql Σ_i mean(T logsumexp_j((Q_i(s, a_j) − log μ(a_j)) / T) − Q_i(s, a))
-    over n uniform actions and n actions of π at s and at s' per state."""
-    policy = get_policy("cql" if cql else "sac")({"seed": 0}, PENDULUM_OBS, PENDULUM_ACT)
+    over n uniform actions and n actions of π at s and at s' per state. `hidden` and
+    `batch_size` replace the policy's default layers (actor and critics) and batch size."""
+    cfg = sized_cfg(hidden, batch_size, ("actor_hidden", "critic_hidden"))
+    policy = get_policy("cql" if cql else "sac")(cfg, PENDULUM_OBS, PENDULUM_ACT)
     c, m = policy.cfg.learn, policy.cfg.model
     batch = transitions(PENDULUM_OBS, PENDULUM_ACT, c.batch_size)
     actor = BareSquashed(3, 1, list(m.actor_hidden), m.log_std_min, m.log_std_max)
@@ -243,14 +258,17 @@ def bare_sac(cql: bool = False) -> Case:
     return Case(policy, batch, update, optimizers)
 
 
-def bare_cql() -> Case:
-    return bare_sac(cql=True)
+def bare_cql(hidden: Sequence[int] | None = None, batch_size: int | None = None) -> Case:
+    return bare_sac(cql=True, hidden=hidden, batch_size=batch_size)
 
 
-def bare_td3(bc: bool = False) -> Case:
+def bare_td3(bc: bool = False, hidden: Sequence[int] | None = None,
+             batch_size: int | None = None) -> Case:
     """TD3, or with `bc` TD3+BC: observations normalised by the data's mean and std (the policy
-    is told the same), the actor loss −λ Q1(s, π(s)) + (π(s) − a)² with λ = α / mean |Q1|."""
-    policy = get_policy("td3-bc" if bc else "td3")({"seed": 0}, PENDULUM_OBS, PENDULUM_ACT)
+    is told the same), the actor loss −λ Q1(s, π(s)) + (π(s) − a)² with λ = α / mean |Q1|.
+    `hidden` and `batch_size` replace the default layers (actor and critics) and batch size."""
+    cfg = sized_cfg(hidden, batch_size, ("actor_hidden", "critic_hidden"))
+    policy = get_policy("td3-bc" if bc else "td3")(cfg, PENDULUM_OBS, PENDULUM_ACT)
     c, m = policy.cfg.learn, policy.cfg.model
     batch = transitions(PENDULUM_OBS, PENDULUM_ACT, c.batch_size)
     if bc:
@@ -307,14 +325,16 @@ def bare_td3(bc: bool = False) -> Case:
     return Case(policy, batch, update, [q_opt, a_opt])
 
 
-def bare_td3_bc() -> Case:
-    return bare_td3(bc=True)
+def bare_td3_bc(hidden: Sequence[int] | None = None, batch_size: int | None = None) -> Case:
+    return bare_td3(bc=True, hidden=hidden, batch_size=batch_size)
 
 
-def bare_iql() -> Case:
+def bare_iql(hidden: Sequence[int] | None = None, batch_size: int | None = None) -> Case:
     """IQL: V by expectile regression on the target critics' min, both Q's on r + γ V(s'),
-    a state-independent Gaussian actor by advantage-weighted log-likelihood, Polyak targets."""
-    policy = get_policy("iql")({"seed": 0}, PENDULUM_OBS, PENDULUM_ACT)
+    a state-independent Gaussian actor by advantage-weighted log-likelihood, Polyak targets.
+    `hidden` and `batch_size` replace the default layers (actor, critics, V) and batch size."""
+    cfg = sized_cfg(hidden, batch_size, ("actor_hidden", "critic_hidden", "value_hidden"))
+    policy = get_policy("iql")(cfg, PENDULUM_OBS, PENDULUM_ACT)
     c, m = policy.cfg.learn, policy.cfg.model
     batch = transitions(PENDULUM_OBS, PENDULUM_ACT, c.batch_size)
     trunk = mlp([3, *m.actor_hidden], activate_last=True)
