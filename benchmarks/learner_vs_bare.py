@@ -157,10 +157,13 @@ class BareSquashed(nn.Module):
         self.mean, self.log_std = nn.Linear(hidden[-1], act_dim), nn.Linear(hidden[-1], act_dim)
         self.lo, self.hi = lo, hi
 
-    def sample(self, obs: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    def sample(self, obs: torch.Tensor, n: int = 1) -> Tuple[torch.Tensor, torch.Tensor]:
+        """One action per state, or n per state (rows [B·n]: the Gaussian repeated)."""
         h = self.trunk(obs)
         mean = self.mean(h)
         log_std = self.lo + 0.5 * (self.hi - self.lo) * (torch.tanh(self.log_std(h)) + 1.0)
+        if n > 1:
+            mean, log_std = mean.repeat_interleave(n, 0), log_std.repeat_interleave(n, 0)
         noise = torch.randn_like(mean)
         u = mean + log_std.exp() * noise
         logp = (-0.5 * noise.pow(2) - log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
@@ -212,8 +215,8 @@ def bare_sac(cql: bool = False, hidden: Sequence[int] | None = None,
         rows, n = o.shape[0], c.cql_n_actions
         with torch.no_grad():
             uniform = torch.rand((rows, n, 1)) * 2 - 1
-            current, current_logp = actor.sample(o.repeat_interleave(n, 0))
-            following, following_logp = actor.sample(no.repeat_interleave(n, 0))
+            current, current_logp = actor.sample(o, n)
+            following, following_logp = actor.sample(no, n)
             acts = torch.cat([uniform, current.view(rows, n, 1), following.view(rows, n, 1)], 1)
             log_mu = torch.cat([torch.full((rows, n), math.log(0.5)), current_logp.view(rows, n),
                                 following_logp.view(rows, n)], 1)

@@ -56,11 +56,16 @@ class SquashedGaussianActor(nn.Module):
         return self.mean_head(features), log_std
 
     def sample(self, obs: torch.Tensor, generator: torch.Generator | None = None,
-               noise: torch.Tensor | None = None) -> Tuple[torch.Tensor, torch.Tensor]:
+               noise: torch.Tensor | None = None, repeats: int = 1
+               ) -> Tuple[torch.Tensor, torch.Tensor]:
         """(action in [-1, 1] [B, A], log π(action) [B]); differentiable in the weights.
         `noise`: the N(0, 1) draws ε [B, A] to use, made beforehand (a compiled learn step
-        draws none itself); else they are drawn from `generator`."""
+        draws none itself); else they are drawn from `generator`. `repeats` = n draws n actions
+        per state, rows [B·n, A] in the order of `obs.repeat_interleave(n)`: the network runs
+        once per state and its Gaussian is repeated, not its input."""
         mean, log_std = self(obs)
+        if repeats > 1:
+            mean, log_std = mean.repeat_interleave(repeats, 0), log_std.repeat_interleave(repeats, 0)
         if noise is None:
             noise = torch.randn(mean.shape, generator=generator, device=mean.device,
                                 dtype=mean.dtype)

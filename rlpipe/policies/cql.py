@@ -161,9 +161,9 @@ class CQLPolicy(SACPolicy):
         n, dim = self.cfg.learn.cql_n_actions, self.box.dim
         uniform = noise["uniform"] * 2 - 1
         uniform_logp = torch.full((rows, n), dim * math.log(0.5), device=self.device)
-        current, current_logp = self.actor.sample(_repeat(obs, n), noise=noise["current"])
-        following, following_logp = self.actor.sample(_repeat(next_obs, n),
-                                                      noise=noise["following"])
+        current, current_logp = self.actor.sample(obs, noise=noise["current"], repeats=n)
+        following, following_logp = self.actor.sample(next_obs, noise=noise["following"],
+                                                      repeats=n)
         actions = torch.cat([uniform, current.view(rows, n, dim), following.view(rows, n, dim)], 1)
         log_density = torch.cat([uniform_logp, current_logp.view(rows, n),
                                  following_logp.view(rows, n)], 1)
@@ -223,7 +223,7 @@ class CQLPolicy(SACPolicy):
             return super()._td_target(b, noise)  # SAC's soft target
         n = c.cql_n_actions if c.max_q_backup else 1
         rows = b["reward"].shape[0]
-        next_action, _ = self.actor.sample(_repeat(b["next_obs"], n), noise=noise)
+        next_action, _ = self.actor.sample(b["next_obs"], noise=noise, repeats=n)
         q1, q2 = self.critic_target(_repeat(b["next_obs"], n), next_action)
         next_value = torch.min(q1.view(rows, n).max(1).values, q2.view(rows, n).max(1).values)
         return b["reward"].float() + td_discount(b, c.gamma) * next_value

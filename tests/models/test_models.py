@@ -117,3 +117,18 @@ def test_squashed_gaussian_log_prob_of_given_actions_matches_sample():
     assert torch.allclose(actor.log_prob(obs, action)[inside], logp[inside], atol=1e-3)
     edge = actor.log_prob(obs, torch.ones(64, 2))  # a data set's clipped actions stay finite
     assert torch.isfinite(edge).all()
+
+
+def test_squashed_gaussian_draws_n_actions_per_state_from_one_pass():
+    actor = models.SquashedGaussianActor(gym.spaces.Box(-1, 1, (3,)), 2, (16,))
+    obs, n = torch.randn(8, 3), 5
+    noise = torch.randn(8 * n, 2, generator=torch.Generator().manual_seed(1))
+    action, logp = actor.sample(obs, noise=noise, repeats=n)
+    expected, expected_logp = actor.sample(obs.repeat_interleave(n, 0), noise=noise)
+    assert action.shape == (8 * n, 2) and logp.shape == (8 * n,)
+    torch.testing.assert_close(action, expected)
+    torch.testing.assert_close(logp, expected_logp)
+    calls = []
+    actor.encoder.register_forward_hook(lambda module, args, out: calls.append(args[0].shape[0]))
+    actor.sample(obs, noise=noise, repeats=n)
+    assert calls == [8]  # the network saw each state once
