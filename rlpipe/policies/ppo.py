@@ -167,6 +167,7 @@ class PPOPolicy(Policy):
         c = self.cfg
         self.device = resolve_device(c.device)
         self.collect_device = resolve_device(c.collect.device)
+        self._collect_on_cpu = self.collect_device.type == "cpu"
         self.discrete = isinstance(action_space, gym.spaces.Discrete)
         # MultiDiscrete / MultiBinary: sampled per component (models/distributions.py)
         self.multi = isinstance(action_space, (gym.spaces.MultiDiscrete, gym.spaces.MultiBinary))
@@ -229,8 +230,8 @@ class PPOPolicy(Policy):
     # --- collect: sample from π_old on the acting copy ------------------------------------------
     def _forward_collect(self, obs: Any, action_mask: Any = None) -> Dict[str, np.ndarray]:
         obs_t = obs_as_tensor(obs, self.collect_device)
-        mask = policy_mask(self.action_space, action_mask, batch_rows(obs), "PPO collect",
-                           self.collect_device)
+        mask = None if action_mask is None else policy_mask(
+            self.action_space, action_mask, batch_rows(obs), "PPO collect", self.collect_device)
         with torch.inference_mode():
             if self.discrete:  # from the logits, with no distribution object (as in learning)
                 logits, value = self.acting.outputs(obs_t)
@@ -240,7 +241,7 @@ class PPOPolicy(Policy):
             else:
                 dist, value = self.acting(obs_t)
                 raw, logp = self._sample(masked_categorical(dist, mask))
-        return self._collect_output(raw.cpu().numpy(), logp, value)
+        return self._collect_output(self._host(raw), logp, value)
 
     def _sample(self, dist: Any) -> Any:
         """(raw action, log π_old(raw)) drawn with the collect generator."""
@@ -257,7 +258,7 @@ class PPOPolicy(Policy):
 
     def _collect_output(self, raw_np: np.ndarray, logp: torch.Tensor, value: torch.Tensor
                         ) -> Dict[str, np.ndarray]:
-        out = {"logp": logp.cpu().numpy(), "value": value.cpu().numpy()}
+        out = {"logp": self._host(logp), "value": self._host(value)}
         if self.discrete:
             out["action"] = raw_np + self.action_offset
         elif self.multi:
@@ -266,6 +267,11 @@ class PPOPolicy(Policy):
             out["action"] = np.clip(raw_np, self._low, self._high)
             out["raw_action"] = raw_np
         return out
+
+    def _host(self, tensor: torch.Tensor) -> np.ndarray:
+        """An acting output as a NumPy array (no `.cpu()` call where the acting copy is on the
+        CPU already: it would return the same tensor)."""
+        return tensor.numpy() if self._collect_on_cpu else tensor.cpu().numpy()
 
     def value(self, obs: Any) -> np.ndarray:
         """V(obs) of the acting copy, float32 [B] (the critic that valued the rollout)."""
