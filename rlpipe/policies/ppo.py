@@ -236,8 +236,9 @@ class PPOPolicy(Policy):
             if self.discrete:  # from the logits, with no distribution object (as in learning)
                 logits, value = self.acting.outputs(obs_t)
                 log_pi = torch.log_softmax(masked_logits(logits, mask), -1)
-                raw = torch.multinomial(log_pi.exp(), 1, generator=self._collect_rng).squeeze(1)
-                logp = categorical_log_prob(log_pi, raw)
+                # the draws [B, 1] index log π as they are (categorical_log_prob's gather)
+                drawn = torch.multinomial(log_pi.exp(), 1, generator=self._collect_rng)
+                raw, logp = drawn.squeeze(1), log_pi.gather(1, drawn).squeeze(1)
             else:
                 dist, value = self.acting(obs_t)
                 raw, logp = self._sample(masked_categorical(dist, mask))
@@ -259,8 +260,8 @@ class PPOPolicy(Policy):
     def _collect_output(self, raw_np: np.ndarray, logp: torch.Tensor, value: torch.Tensor
                         ) -> Dict[str, np.ndarray]:
         out = {"logp": self._host(logp), "value": self._host(value)}
-        if self.discrete:
-            out["action"] = raw_np + self.action_offset
+        if self.discrete:  # a new array only where the space starts elsewhere than at 0
+            out["action"] = raw_np + self.action_offset if self.action_offset else raw_np
         elif self.multi:
             out["action"] = self._env_action(raw_np)
         else:  # the env gets the clipped action; the learner the sample whose logp we stored
