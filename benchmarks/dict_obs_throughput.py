@@ -22,9 +22,16 @@ conv`). The ratio is rlpipe / SB3 (target <= 0.6).
 shuffling seed; it prints the best CPU ms per minibatch over the repetitions and torch.profiler's
 count of aten ops per minibatch (a figure that does not move with the machine's load).
 
+`--ppo-collect` splits rlpipe's collection on DoorKey (SB3's network, 8 envs) into CPU µs per
+vector step: MiniGrid's own steps (the same wrapped envs stepped one by one with the actions the
+policy chose, reset where an episode ends: the floor), the env manager's step (MiniGrid and the
+batching of its Dict), and the policy's collect forward, between env steps as in a rollout and
+called alone; blocks of calls alternate, the minimum and median over blocks are printed.
+
 Run:  python benchmarks/dict_obs_throughput.py [--quick]
       python benchmarks/dict_obs_throughput.py --ppo [--net mlp|conv|both] [--rollouts 8]
       python benchmarks/dict_obs_throughput.py --ppo-update [--net mlp|conv] [--rounds 7]
+      python benchmarks/dict_obs_throughput.py --ppo-collect [--net mlp|conv] [--rounds 30]
 """
 from __future__ import annotations
 
@@ -179,6 +186,45 @@ def rlpipe_update_cpu(net: str, repeats: int) -> "tuple[float, float]":
     return best, ops / n_updates
 
 
+def rlpipe_collect_cpu(net: str, blocks: int, calls: int = 100) -> "dict[str, list[float]]":
+    """CPU µs per vector step of each part of collection, one figure per block of `calls`."""
+    from rlpipe.envs._minigrid import make_minigrid
+
+    cfg, env, policy = _rl_zoo_ppo(net)
+    face = policy.collect_mode
+    obs = env.reset()
+    envs = [make_minigrid(DOORKEY) for _ in range(env.n_envs)]
+    for i, single in enumerate(envs):
+        single.reset(seed=100 + i)
+    clock = time.process_time
+    parts: dict = {"minigrid": [], "manager": [], "forward": [], "forward alone": []}
+    for _ in range(blocks):
+        forward = manager = 0.0
+        actions = []
+        for _ in range(calls):
+            start = clock()
+            out = face.forward(obs)
+            middle = clock()
+            obs = env.step(out["action"]).obs
+            forward, manager = forward + middle - start, manager + clock() - middle
+            actions.append(out["action"].tolist())
+        start = clock()
+        for row in actions:  # the floor: the same kind of work, no batching
+            for single, action in zip(envs, row):
+                _, _, terminated, truncated, _ = single.step(action)
+                if terminated or truncated:
+                    single.reset()
+        minigrid = clock() - start
+        start = clock()
+        for _ in range(calls):
+            face.forward(obs)
+        alone = clock() - start
+        for key, total in zip(parts, (minigrid, manager, forward, alone)):
+            parts[key].append(1e6 * total / calls)
+    env.close()
+    return parts
+
+
 def sb3_ppo_cpu(rollouts: int) -> float:
     """CPU seconds per env step of SB3's PPO with MultiInputPolicy on the same env."""
     from stable_baselines3 import PPO
@@ -218,6 +264,8 @@ def main() -> None:
     parser.add_argument("--ppo", action="store_true", help="PPO on DoorKey beside SB3's")
     parser.add_argument("--ppo-update", action="store_true",
                         help="rlpipe's PPO update alone: CPU ms and aten ops per minibatch")
+    parser.add_argument("--ppo-collect", action="store_true",
+                        help="rlpipe's collection split: MiniGrid, env manager, collect forward")
     parser.add_argument("--net", choices=("mlp", "conv", "both"), default="both")
     parser.add_argument("--rollouts", type=int, default=8, help="--ppo: measured rollouts")
     args = parser.parse_args()
@@ -227,6 +275,17 @@ def main() -> None:
             cpu, ops = rlpipe_update_cpu(net, args.rounds + 4)
             print(f"PPO update, net {net}: {1e3 * cpu:.3f} CPU ms / minibatch (best of "
                   f"{args.rounds + 4}), {ops:.0f} aten ops / minibatch")
+        return
+    if args.ppo_collect:
+        for net in ["mlp", "conv"] if args.net == "both" else [args.net]:
+            parts = rlpipe_collect_cpu(net, args.rounds)
+            print(f"collection, net {net}: CPU us per vector step of 8 envs over {args.rounds} "
+                  f"blocks (min / median)")
+            for key, values in parts.items():
+                values.sort()
+                print(f"  {key:14s}{values[0]:9.0f}{values[len(values) // 2]:9.0f}")
+            over = sorted(m - f for m, f in zip(parts["manager"], parts["minigrid"]))
+            print(f"  {'manager - minigrid':14s} median {over[len(over) // 2]:.0f}")
         return
     if args.ppo:
         ppo_main(["mlp", "conv"] if args.net == "both" else [args.net],

@@ -12,7 +12,7 @@ from torch.distributions import Categorical, Distribution, Independent, Normal
 
 from ._errors import UnsupportedSpaceError
 from .distributions import ActionHead, action_distribution
-from .encoder import GivenEncoder, build_encoder, shares_features
+from .encoder import GivenEncoder, apply_layer, build_encoder, shares_features
 
 
 class RunningNorm(nn.Module):
@@ -153,16 +153,20 @@ class ActorCritic(nn.Module):
                                 and shares_features(self.actor_encoder, self.critic_encoder))
 
     def _features(self, obs: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-        # the encoders' and heads' forward are called directly, not through Module.__call__:
-        # this runs once per env step while acting, where the call overhead outweighs a small
+        # the encoders' and heads' forward are called directly, not through Module.__call__,
+        # and the submodules are read from `_modules` rather than through Module.__getattr__:
+        # this runs once per env step while acting, where that overhead outweighs a small
         # network's arithmetic (hooks on those submodules are not run; hooks on self are)
         if self.obs_norm is not None:
             obs = self.obs_norm(obs)
+        modules = self._modules
+        # (a shared encoder leaves critic_encoder None: a plain attribute, not in `_modules`)
+        actor_encoder, critic_encoder = modules["actor_encoder"], modules.get("critic_encoder")
         if self.shared_features:
-            x = self.actor_encoder.features(obs)
-            return self.actor_encoder.head(x), self.critic_encoder.head(x)
-        actor = self.actor_encoder.forward(obs)
-        critic = actor if self.critic_encoder is None else self.critic_encoder.forward(obs)
+            x = actor_encoder.features(obs)
+            return actor_encoder.head(x), critic_encoder.head(x)
+        actor = actor_encoder.forward(obs)
+        critic = actor if critic_encoder is None else critic_encoder.forward(obs)
         return actor, critic
 
     def _dist(self, features: torch.Tensor) -> Distribution:
@@ -178,7 +182,9 @@ class ActorCritic(nn.Module):
         """(the action head's output [B, out_dim], value [B]): what `forward` builds its
         distribution from (logits for Discrete actions, the Gaussian's mean for Box ones)."""
         actor, critic = self._features(obs)
-        return self.action_head.forward(actor), self.value_head.forward(critic).squeeze(-1)
+        modules = self._modules
+        return (apply_layer(modules["action_head"], actor),
+                apply_layer(modules["value_head"], critic).squeeze(-1))
 
     def fixed_features(self, obs: Any) -> "torch.Tensor | None":
         """The actor's and the critic's common MLP input for a batch [B, F], when computing it
@@ -199,8 +205,10 @@ class ActorCritic(nn.Module):
             raise ValueError("ActorCritic.head_outputs: this network's encoders hold weights "
                              "before their MLPs (or are one shared encoder), so it has no "
                              "fixed_features; call outputs(obs)")
-        return (self.action_head.forward(self.actor_encoder.head(features)),
-                self.value_head.forward(self.critic_encoder.head(features)).squeeze(-1))
+        modules = self._modules
+        return (apply_layer(modules["action_head"], modules["actor_encoder"].head(features)),
+                apply_layer(modules["value_head"],
+                            modules["critic_encoder"].head(features)).squeeze(-1))
 
     def dist(self, obs: torch.Tensor) -> Distribution:
         """The action distribution alone (`log_prob`/`entropy` are summed over action dims)."""

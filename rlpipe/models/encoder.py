@@ -23,6 +23,7 @@ from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Tuple, Type
 
 import gymnasium as gym
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ._errors import ObservationShapeError, UnsupportedSpaceError
@@ -35,6 +36,26 @@ log = logging.getLogger("rlpipe")
 MASK_KEY = "action_mask"
 SUPPORTED = ("Box (1-D vectors → MLP; 3-D images [C, H, W] or [H, W, C] → conv trunk), "
              "Discrete/MultiDiscrete (one-hot), MultiBinary, and Dict/Tuple of those")
+
+
+def apply_layer(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """`layer.forward(x)`, a plain Linear as `F.linear` on its current weight and bias.
+
+    The acting path calls a few small layers per env step, where reading `weight` and `bias`
+    through `Module.__getattr__` and the extra frame of `Linear.forward` cost about as much as
+    the matrix products themselves; the parameters are read from the layer's parameter dict at
+    each call, so loaded, moved or reassigned weights are used. The same op on the same
+    tensors: the same bits. Hooks on `layer` are not run (its forward is called directly).
+    """
+    if type(layer) is nn.Linear:
+        params = layer._parameters
+        return F.linear(x, params["weight"], params["bias"])
+    return layer.forward(x)
+
+
+def mlp_layers(mlp: nn.Module | None) -> Tuple[nn.Module, ...]:
+    """The layers of an rlpipe `MLP` in order (none for None), for `apply_layer`."""
+    return () if mlp is None else tuple(mlp.net)
 
 
 class Encoder(nn.Module):
@@ -53,6 +74,8 @@ class Encoder(nn.Module):
         self.space_repr = repr(obs_space)
         self.trunk = trunk
         self.mlp = mlp
+        # the MLP's layers as a plain tuple (not registered twice), run by `head` per step
+        self._layers = mlp_layers(mlp)
         self.out_dim = out_dim
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
@@ -72,7 +95,9 @@ class Encoder(nn.Module):
 
     def head(self, x: torch.Tensor) -> torch.Tensor:
         """The MLP on `features(obs)` (the features themselves when there is none)."""
-        return self.mlp.forward(x) if self.mlp is not None else x
+        for layer in self._layers:
+            x = apply_layer(layer, x)
+        return x
 
     def input_stage(self) -> Tuple[nn.Module, ...]:
         """The modules `features` runs (what `shares_features` compares)."""
@@ -97,6 +122,7 @@ class MultiPartEncoder(nn.Module):
         # Module.__call__ (as MLP does; hooks on the parts are not run, hooks on self are)
         self._steps = tuple((tuple(p.split("/")) if p else (), parts[p]) for p in self.paths)
         self.mlp = mlp
+        self._layers = mlp_layers(mlp)  # as Encoder's
         self.out_dim = mlp.out_dim if mlp is not None else in_dim
 
     def _leaf(self, obs: Any, path: Tuple[str, ...]) -> torch.Tensor:
@@ -125,7 +151,9 @@ class MultiPartEncoder(nn.Module):
 
     def head(self, x: torch.Tensor) -> torch.Tensor:
         """The MLP on `features(obs)` (the features themselves when there is none)."""
-        return self.mlp.forward(x) if self.mlp is not None else x
+        for layer in self._layers:
+            x = apply_layer(layer, x)
+        return x
 
     def input_stage(self) -> Tuple[nn.Module, ...]:
         """The modules `features` runs (what `shares_features` compares)."""

@@ -167,6 +167,7 @@ class PPOPolicy(Policy):
         c = self.cfg
         self.device = resolve_device(c.device)
         self.collect_device = resolve_device(c.collect.device)
+        self._collect_on_cpu = self.collect_device.type == "cpu"
         self.discrete = isinstance(action_space, gym.spaces.Discrete)
         # MultiDiscrete / MultiBinary: sampled per component (models/distributions.py)
         self.multi = isinstance(action_space, (gym.spaces.MultiDiscrete, gym.spaces.MultiBinary))
@@ -229,18 +230,19 @@ class PPOPolicy(Policy):
     # --- collect: sample from π_old on the acting copy ------------------------------------------
     def _forward_collect(self, obs: Any, action_mask: Any = None) -> Dict[str, np.ndarray]:
         obs_t = obs_as_tensor(obs, self.collect_device)
-        mask = policy_mask(self.action_space, action_mask, batch_rows(obs), "PPO collect",
-                           self.collect_device)
+        mask = None if action_mask is None else policy_mask(
+            self.action_space, action_mask, batch_rows(obs), "PPO collect", self.collect_device)
         with torch.inference_mode():
             if self.discrete:  # from the logits, with no distribution object (as in learning)
                 logits, value = self.acting.outputs(obs_t)
                 log_pi = torch.log_softmax(masked_logits(logits, mask), -1)
-                raw = torch.multinomial(log_pi.exp(), 1, generator=self._collect_rng).squeeze(1)
-                logp = categorical_log_prob(log_pi, raw)
+                # the draws [B, 1] index log π as they are (categorical_log_prob's gather)
+                drawn = torch.multinomial(log_pi.exp(), 1, generator=self._collect_rng)
+                raw, logp = drawn.squeeze(1), log_pi.gather(1, drawn).squeeze(1)
             else:
                 dist, value = self.acting(obs_t)
                 raw, logp = self._sample(masked_categorical(dist, mask))
-        return self._collect_output(raw.cpu().numpy(), logp, value)
+        return self._collect_output(self._host(raw), logp, value)
 
     def _sample(self, dist: Any) -> Any:
         """(raw action, log π_old(raw)) drawn with the collect generator."""
@@ -257,15 +259,20 @@ class PPOPolicy(Policy):
 
     def _collect_output(self, raw_np: np.ndarray, logp: torch.Tensor, value: torch.Tensor
                         ) -> Dict[str, np.ndarray]:
-        out = {"logp": logp.cpu().numpy(), "value": value.cpu().numpy()}
-        if self.discrete:
-            out["action"] = raw_np + self.action_offset
+        out = {"logp": self._host(logp), "value": self._host(value)}
+        if self.discrete:  # a new array only where the space starts elsewhere than at 0
+            out["action"] = raw_np + self.action_offset if self.action_offset else raw_np
         elif self.multi:
             out["action"] = self._env_action(raw_np)
         else:  # the env gets the clipped action; the learner the sample whose logp we stored
             out["action"] = np.clip(raw_np, self._low, self._high)
             out["raw_action"] = raw_np
         return out
+
+    def _host(self, tensor: torch.Tensor) -> np.ndarray:
+        """An acting output as a NumPy array (no `.cpu()` call where the acting copy is on the
+        CPU already: it would return the same tensor)."""
+        return tensor.numpy() if self._collect_on_cpu else tensor.cpu().numpy()
 
     def value(self, obs: Any) -> np.ndarray:
         """V(obs) of the acting copy, float32 [B] (the critic that valued the rollout)."""

@@ -46,3 +46,21 @@ def test_discrete_part_out_of_range_names_the_part():
     np.testing.assert_array_equal(part(torch.tensor([1, 3])), [[1, 0, 0], [0, 0, 1]])
     with pytest.raises(ObservationShapeError, match=r"parts/0 takes values in \[1, 4\)"):
         part(torch.tensor([4]))
+
+
+def test_parts_take_the_space_dtype_and_refuse_what_np_stack_refused():
+    """An env's part of another dtype of the same kind is cast to the space's (float64 into a
+    float32 Box, Python ints into a Discrete's int64); a float into an integer part, or parts
+    whose shape is not the space's, raise, naming the shapes."""
+    space = spaces.Dict({"vec": spaces.Box(-1, 1, (2,), np.float32), "k": spaces.Discrete(3)})
+    stacker = BatchStacker(space, 2)
+    got = stacker([{"vec": np.array([0.5, 1.0]), "k": 2}, {"vec": np.zeros(2), "k": 0}])
+    assert got["vec"].dtype == np.float32 and got["k"].dtype == np.int64
+    np.testing.assert_array_equal(got["vec"], [[0.5, 1.0], [0.0, 0.0]])
+    np.testing.assert_array_equal(got["k"], [2, 0])
+    with pytest.raises(TypeError, match="same_kind"):
+        stacker([{"vec": np.zeros(2), "k": 1.5}, {"vec": np.zeros(2), "k": 0}])
+    with pytest.raises(ValueError, match=r"shape \(2,\).*\[\(2,\), \(3,\)\]"):
+        stacker([{"vec": np.zeros(3), "k": 1}, {"vec": np.zeros(2), "k": 0}])
+    with pytest.raises(ValueError, match=r"shape \(2,\).*\[\(3,\)\]"):
+        stacker([{"vec": np.zeros(3), "k": 1}, {"vec": np.zeros(3), "k": 0}])

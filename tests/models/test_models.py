@@ -132,3 +132,24 @@ def test_squashed_gaussian_draws_n_actions_per_state_from_one_pass():
     actor.encoder.register_forward_hook(lambda module, args, out: calls.append(args[0].shape[0]))
     actor.sample(obs, noise=noise, repeats=n)
     assert calls == [8]  # the network saw each state once
+
+
+def test_obs_as_tensor_shares_cpu_arrays_and_keeps_nesting():
+    """Arrays for the CPU become tensors over the same memory (no copy per env step), nested
+    as given; a read-only array still converts (torch warns once per process), a tensor is
+    moved."""
+    import warnings
+
+    from rlpipe.models import obs_as_tensor
+
+    image = np.zeros((2, 3), np.uint8)
+    out = obs_as_tensor({"image": image, "inner": {"k": np.array([1, 2])}}, torch.device("cpu"))
+    image[0, 0] = 7
+    assert out["image"][0, 0].item() == 7 and out["image"].dtype == torch.uint8
+    assert out["inner"]["k"].tolist() == [1, 2]
+    frozen = np.arange(3.0)
+    frozen.flags.writeable = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        assert obs_as_tensor(frozen, torch.device("cpu")).tolist() == [0.0, 1.0, 2.0]
+    assert obs_as_tensor(torch.ones(2), torch.device("cpu")).tolist() == [1.0, 1.0]

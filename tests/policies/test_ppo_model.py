@@ -93,3 +93,47 @@ def test_actor_and_critic_read_features_computed_once_only_from_fixed_parts(enco
     assert torch.equal(logits, net.action_head(net.actor_encoder(obs)))
     assert torch.equal(value, net.value_head(net.critic_encoder(obs)).squeeze(-1))
     assert not torch.equal(net.actor_encoder(obs), net.critic_encoder(obs))  # own MLPs
+
+
+def _grid_batch(rows: int = 5, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    return {"image": torch.as_tensor(rng.integers(0, 11, (rows, 7, 7, 3), dtype=np.uint8)),
+            "direction": torch.as_tensor(rng.integers(0, 4, rows))}
+
+
+def _through_modules(net: ActorCritic, obs: dict) -> tuple:
+    """outputs(obs) computed through Module.__call__ of every layer (the reference)."""
+    actor = net.actor_encoder.mlp(net.actor_encoder.features(obs))
+    critic = net.critic_encoder.mlp(net.critic_encoder.features(obs))
+    return net.action_head(actor), net.value_head(critic).squeeze(-1)
+
+
+@pytest.mark.parametrize("encoders", [{"image": "mlp"}, {"image": "conv"}])
+def test_outputs_follow_the_weights_wherever_they_come_from(encoders):
+    """The acting path reads each Linear's weight and bias from its parameter dict at every
+    call: its outputs equal those of the layers called as modules, to the bit, after the
+    weights are changed in place, loaded, reassigned, or the network deep-copied."""
+    torch.manual_seed(0)
+    net = ActorCritic(GRID, gym.spaces.Discrete(7), hidden=(16, 16), encoders=encoders)
+    obs = _grid_batch()
+
+    def same(model: ActorCritic) -> tuple:
+        logits, value = model.outputs(obs)
+        ref_logits, ref_value = _through_modules(model, obs)
+        assert torch.equal(logits, ref_logits) and torch.equal(value, ref_value)
+        return logits, value
+
+    before = same(net)
+    with torch.no_grad():
+        net.actor_encoder.mlp.net[0].weight.mul_(2.0)  # in place (a hard update does this)
+    assert not torch.equal(same(net)[0], before[0])
+    other = ActorCritic(GRID, gym.spaces.Discrete(7), hidden=(16, 16), encoders=encoders)
+    net.load_state_dict(other.state_dict())
+    assert torch.equal(same(net)[0], other.outputs(obs)[0])
+    net.value_head.bias = torch.nn.Parameter(torch.full((1,), 3.0))  # a new Parameter object
+    net.action_head = torch.nn.Linear(16, 7)  # a new head module
+    assert torch.allclose(same(net)[1], other.outputs(obs)[1] - other.value_head.bias + 3.0)
+    copy = __import__("copy").deepcopy(net)
+    with torch.no_grad():
+        copy.critic_encoder.mlp.net[2].bias.add_(1.0)  # the copy's own weights, not net's
+    assert not torch.equal(same(copy)[1], same(net)[1])

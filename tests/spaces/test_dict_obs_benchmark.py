@@ -36,3 +36,19 @@ def test_ppo_mode_prints_rlpipe_over_sb3_measured_in_the_same_run():
     assert float(sb3.group(1)) > 0
     ratio = float(ours.group(1)) / float(sb3.group(1))
     assert abs(float(ours.group(2)) - ratio) < 0.02  # the figures are printed rounded
+
+
+@pytest.mark.slow
+def test_ppo_collect_mode_prints_each_part_of_collection():
+    """--ppo-collect prints MiniGrid's steps, the env manager's, the collect forward between
+    env steps and alone (min <= median), and the manager's median overhead over MiniGrid."""
+    pytest.importorskip("minigrid")
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "dict_obs_throughput.py"),
+                           "--ppo-collect", "--net", "mlp", "--rounds", "3"],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    for part in ("minigrid", "manager", "forward", "forward alone"):
+        row = re.search(rf"^  {part}\s+(\d+)\s+(\d+)$", done.stdout, re.M)
+        assert row, done.stdout
+        assert 0 < int(row.group(1)) <= int(row.group(2))
+    assert re.search(r"^  manager - minigrid median -?\d+$", done.stdout, re.M), done.stdout
