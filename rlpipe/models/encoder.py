@@ -53,9 +53,14 @@ def apply_layer(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
     return layer.forward(x)
 
 
-def mlp_layers(mlp: nn.Module | None) -> Tuple[nn.Module, ...]:
-    """The layers of an rlpipe `MLP` in order (none for None), for `apply_layer`."""
-    return () if mlp is None else tuple(mlp.net)
+def run_mlp(mlp: nn.Module | None, x: torch.Tensor) -> torch.Tensor:
+    """An rlpipe `MLP` (None: none) on x, its layers through `apply_layer`; the layers are read
+    from the module at each call, so a replaced MLP or layer is the one that runs."""
+    if mlp is None:
+        return x
+    for layer in mlp._modules["net"]._modules.values():
+        x = apply_layer(layer, x)
+    return x
 
 
 class Encoder(nn.Module):
@@ -74,8 +79,6 @@ class Encoder(nn.Module):
         self.space_repr = repr(obs_space)
         self.trunk = trunk
         self.mlp = mlp
-        # the MLP's layers as a plain tuple (not registered twice), run by `head` per step
-        self._layers = mlp_layers(mlp)
         self.out_dim = out_dim
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
@@ -95,9 +98,7 @@ class Encoder(nn.Module):
 
     def head(self, x: torch.Tensor) -> torch.Tensor:
         """The MLP on `features(obs)` (the features themselves when there is none)."""
-        for layer in self._layers:
-            x = apply_layer(layer, x)
-        return x
+        return run_mlp(self._modules.get("mlp"), x)
 
     def input_stage(self) -> Tuple[nn.Module, ...]:
         """The modules `features` runs (what `shares_features` compares)."""
@@ -122,7 +123,6 @@ class MultiPartEncoder(nn.Module):
         # Module.__call__ (as MLP does; hooks on the parts are not run, hooks on self are)
         self._steps = tuple((tuple(p.split("/")) if p else (), parts[p]) for p in self.paths)
         self.mlp = mlp
-        self._layers = mlp_layers(mlp)  # as Encoder's
         self.out_dim = mlp.out_dim if mlp is not None else in_dim
 
     def _leaf(self, obs: Any, path: Tuple[str, ...]) -> torch.Tensor:
@@ -151,9 +151,7 @@ class MultiPartEncoder(nn.Module):
 
     def head(self, x: torch.Tensor) -> torch.Tensor:
         """The MLP on `features(obs)` (the features themselves when there is none)."""
-        for layer in self._layers:
-            x = apply_layer(layer, x)
-        return x
+        return run_mlp(self._modules.get("mlp"), x)
 
     def input_stage(self) -> Tuple[nn.Module, ...]:
         """The modules `features` runs (what `shares_features` compares)."""

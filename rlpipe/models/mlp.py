@@ -37,7 +37,6 @@ class MLP(nn.Module):
             if i < len(sizes) - 2 or activate_output:
                 layers.append(activation())
         self.net = nn.Sequential(*layers)
-        self._steps = tuple(layers)  # plain tuple (not registered twice): the fast path below
         self.in_dim = sizes[0]
         self.out_dim = sizes[-1]
 
@@ -48,7 +47,8 @@ class MLP(nn.Module):
         # Run each layer's forward directly instead of through Module.__call__ (and Sequential):
         # collectors call this once per env step, where call overhead outweighs a small
         # network's arithmetic (this saves about a quarter at batch 8). Per-layer hooks are not run;
-        # hooks on the MLP itself are.
-        for step in self._steps:
+        # hooks on the MLP itself are. The layers are read from `net` at each call, so a
+        # replaced layer is the one that runs.
+        for step in self._modules["net"]._modules.values():
             x = step.forward(x)
         return x

@@ -137,3 +137,9 @@ def test_outputs_follow_the_weights_wherever_they_come_from(encoders):
     with torch.no_grad():
         copy.critic_encoder.mlp.net[2].bias.add_(1.0)  # the copy's own weights, not net's
     assert not torch.equal(same(copy)[1], same(net)[1])
+    # a replaced MLP layer, or a whole new MLP, is the one that runs
+    net.actor_encoder.mlp.net[0] = torch.nn.Linear(net.actor_encoder.mlp.net[0].in_features, 16)
+    same(net)
+    net.critic_encoder.mlp = copy.critic_encoder.mlp
+    same(net)
+    assert torch.equal(net.outputs(obs)[1], same(copy)[1])
