@@ -119,9 +119,10 @@ class MultiPartEncoder(nn.Module):
         self.space_repr = repr(obs_space)
         self.paths: Tuple[str, ...] = tuple(parts)
         self.parts = nn.ModuleList(parts[p] for p in self.paths)
-        # (path keys, part) pairs as a plain tuple: the per-step path below skips
-        # Module.__call__ (as MLP does; hooks on the parts are not run, hooks on self are)
-        self._steps = tuple((tuple(p.split("/")) if p else (), parts[p]) for p in self.paths)
+        # each part's path keys, in the parts' order; the per-step path below calls the parts'
+        # forward, not Module.__call__ (as MLP does; hooks on the parts are not run, hooks on
+        # self are), reading them from `parts` at each call so that a replaced part runs
+        self._keys = tuple(tuple(p.split("/")) if p else () for p in self.paths)
         self.mlp = mlp
         self.out_dim = mlp.out_dim if mlp is not None else in_dim
 
@@ -146,7 +147,8 @@ class MultiPartEncoder(nn.Module):
 
     def features(self, obs: Any) -> torch.Tensor:
         """The input of the MLP: the parts' features concatenated [B, in_dim]."""
-        feats = [part.forward(self._leaf(obs, path)) for path, part in self._steps]
+        parts = self._modules["parts"]._modules.values()
+        feats = [part.forward(self._leaf(obs, path)) for path, part in zip(self._keys, parts)]
         return feats[0] if len(feats) == 1 else torch.cat(feats, dim=-1)
 
     def head(self, x: torch.Tensor) -> torch.Tensor:

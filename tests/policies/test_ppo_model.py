@@ -143,3 +143,19 @@ def test_outputs_follow_the_weights_wherever_they_come_from(encoders):
     net.critic_encoder.mlp = copy.critic_encoder.mlp
     same(net)
     assert torch.equal(net.outputs(obs)[1], same(copy)[1])
+    # a replaced part of a Dict encoder too
+    class Doubled(torch.nn.Module):
+        def __init__(self, part):
+            super().__init__()
+            self.part = part
+
+        def forward(self, x):
+            return 2.0 * self.part(x)
+
+    encoder = net.actor_encoder
+    before = encoder.features(obs)
+    k = encoder.paths.index("direction")
+    encoder.parts[k] = Doubled(encoder.parts[k])
+    after = encoder.features(obs)
+    cols = slice(0, 4) if k == 0 else slice(before.shape[1] - 4, None)  # its one-hot's columns
+    assert torch.equal(after[:, cols], 2.0 * before[:, cols]) and after[:, cols].abs().sum() > 0
