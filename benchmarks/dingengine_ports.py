@@ -52,8 +52,11 @@ PORTS = {
     "ppo": Port("cartpole-ppo", "test_example_ports", "ppo_main", 195.0),
     "ppo-lunarlander": Port("lunarlander-ppo", "test_ppo_lunarlander", "ppo_lunarlander_main",
                             200.0),
+    # dizoo's value weight 0.5 on DI-engine's ½·squared error is rlpipe's value_coef 0.5; the
+    # generic entry's standard default is SB3's weight (1.0 on the same loss)
     "ppo-lunarlander-continuous": Port("ppo@LunarLanderContinuous-v3", "test_ppo_lunarlander",
-                                       "ppo_lunarlander_main", 200.0, budget=1_000_000),
+                                       "ppo_lunarlander_main", 200.0, budget=1_000_000,
+                                       settings=(("policy.learn.value_coef", 0.5),)),
     # a learner, an evaluator process and a collector (parallel.launch, backend "local")
     "apex-dqn-lunarlander": Port("lunarlander-dqn", "test_apex_dqn", "_launch", 200.0),
     "dqn-nstep": Port("cartpole-dqn", "test_more_ports", "dqn_nstep_main", 195.0,

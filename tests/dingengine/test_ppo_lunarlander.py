@@ -61,13 +61,15 @@ def lander_cfg(which, run_dir, max_env_step):
     """The config of `which` ("discrete" or "continuous") with rollouts of 4 envs × 512 steps,
     4 epochs of minibatches of 64 (128 updates a rollout; the zoo's rollouts of 16,384 steps
     are far beyond a test's budget), dizoo's γ 0.99 and λ 0.95 (the zoo's 0.999 and 0.98 are
-    for its 1M steps), evaluated on 4 greedy episodes every 4 rollouts."""
+    for its 1M steps) and value weight 0.5 (DI-engine's value loss is ½·squared error, as
+    rlpipe's; the generic entry's standard default is SB3's weight, 1.0 here), evaluated on 4
+    greedy episodes every 4 rollouts."""
     cfg = get_entry(ENTRIES[which]).resolve()
     cfg.run_dir, cfg.max_env_step = str(run_dir), max_env_step
     cfg.env.n_envs, cfg.env.eval_n_envs = 4, 4
     cfg.policy.collect.n_sample = 2048
     cfg.policy.learn.update(epoch_per_collect=4, batch_size=64, lr=3e-4, entropy_coef=0.01,
-                            gamma=0.99, gae_lambda=0.95)
+                            gamma=0.99, gae_lambda=0.95, value_coef=0.5)
     cfg.policy.eval.evaluator.update(eval_freq=4 * 128, n_episode=4)
     return cfg
 
