@@ -33,9 +33,12 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "distributed.md"
+# the run must outlive the late worker's arrival and the node's loss: no stop value ends it
+# (CartPole's returns stop at 500, and DQN can reach 475 within seconds), the test
+# ends it with `serve --stop`
 SHORT_TRAINING = ["--set", "policy.learn.update_per_collect=8", "--set", "policy.collect.n_sample=64",
                   "--set", "policy.collect.random_collect_size=256", "--set", "replay.min_samples=256",
-                  "--max-env-steps", "100000000", "--no-progress"]
+                  "--set", "env.stop_value=100000", "--max-env-steps", "100000000", "--no-progress"]
 
 
 def doc_commands() -> Dict[str, List[List[str]]]:
