@@ -12,7 +12,8 @@ from torch.distributions import Categorical, Distribution, Independent, Normal
 
 from ._errors import UnsupportedSpaceError
 from .distributions import ActionHead, action_distribution
-from .encoder import GivenEncoder, apply_layer, build_encoder, shares_features
+from .encoder import GivenEncoder, build_encoder, shares_features
+from .mlp import apply_layer
 
 
 class RunningNorm(nn.Module):

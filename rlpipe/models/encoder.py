@@ -23,7 +23,6 @@ from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Tuple, Type
 
 import gymnasium as gym
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from ._errors import ObservationShapeError, UnsupportedSpaceError
@@ -36,31 +35,6 @@ log = logging.getLogger("rlpipe")
 MASK_KEY = "action_mask"
 SUPPORTED = ("Box (1-D vectors → MLP; 3-D images [C, H, W] or [H, W, C] → conv trunk), "
              "Discrete/MultiDiscrete (one-hot), MultiBinary, and Dict/Tuple of those")
-
-
-def apply_layer(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
-    """`layer.forward(x)`, a plain Linear as `F.linear` on its current weight and bias.
-
-    The acting path calls a few small layers per env step, where reading `weight` and `bias`
-    through `Module.__getattr__` and the extra frame of `Linear.forward` cost about as much as
-    the matrix products themselves; the parameters are read from the layer's parameter dict at
-    each call, so loaded, moved or reassigned weights are used. The same op on the same
-    tensors: the same bits. Hooks on `layer` are not run (its forward is called directly).
-    """
-    if type(layer) is nn.Linear:
-        params = layer._parameters
-        return F.linear(x, params["weight"], params["bias"])
-    return layer.forward(x)
-
-
-def run_mlp(mlp: nn.Module | None, x: torch.Tensor) -> torch.Tensor:
-    """An rlpipe `MLP` (None: none) on x, its layers through `apply_layer`; the layers are read
-    from the module at each call, so a replaced MLP or layer is the one that runs."""
-    if mlp is None:
-        return x
-    for layer in mlp._modules["net"]._modules.values():
-        x = apply_layer(layer, x)
-    return x
 
 
 class Encoder(nn.Module):
@@ -98,7 +72,8 @@ class Encoder(nn.Module):
 
     def head(self, x: torch.Tensor) -> torch.Tensor:
         """The MLP on `features(obs)` (the features themselves when there is none)."""
-        return run_mlp(self._modules.get("mlp"), x)
+        mlp = self._modules.get("mlp")
+        return x if mlp is None else mlp.forward(x)
 
     def input_stage(self) -> Tuple[nn.Module, ...]:
         """The modules `features` runs (what `shares_features` compares)."""
@@ -153,7 +128,8 @@ class MultiPartEncoder(nn.Module):
 
     def head(self, x: torch.Tensor) -> torch.Tensor:
         """The MLP on `features(obs)` (the features themselves when there is none)."""
-        return run_mlp(self._modules.get("mlp"), x)
+        mlp = self._modules.get("mlp")
+        return x if mlp is None else mlp.forward(x)
 
     def input_stage(self) -> Tuple[nn.Module, ...]:
         """The modules `features` runs (what `shares_features` compares)."""
