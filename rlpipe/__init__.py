@@ -4,10 +4,11 @@ from typing import Any
 
 from rlpipe._threads import apply_thread_policy, set_num_threads
 from rlpipe._script import ding_init, set_pkg_seed
+from rlpipe.data_parallel import DDPContext, get_rank, get_world_size, to_ddp_config
 from rlpipe.engine import Task, task
 
-__all__ = ["Task", "ding_init", "resume", "set_num_threads", "set_pkg_seed", "task", "train",
-           "__version__"]
+__all__ = ["DDPContext", "Task", "ding_init", "get_rank", "get_world_size", "resume",
+           "set_num_threads", "set_pkg_seed", "task", "to_ddp_config", "train", "__version__"]
 
 apply_thread_policy()  # torch imported before rlpipe: one intra-op thread (see rlpipe/_threads.py)
 

@@ -132,8 +132,8 @@ def test_no_module_is_long_enough_to_hold_several_ideas() -> None:
 LAYER_OF = {"contexts": 0, "engine": 1, "data": 2, "envs": 2, "models": 3, "policies": 3,
             "middleware": 4, "pipelines": 5, "zoo": 6, "training": 7, "tools": 7, "cli": 8}
 #: Root helpers any layer may use; they import none of middleware, pipelines or the layers above.
-HELPERS = {"_script", "_threads", "config", "config_checks", "mask_layout", "runs", "schema",
-           "standard_defaults"}
+HELPERS = {"_script", "_threads", "config", "config_checks", "data_parallel", "mask_layout",
+           "runs", "schema", "standard_defaults"}
 
 
 def _part(module: str) -> str:

@@ -5,7 +5,7 @@
 Testing aids (a Sequencer that forces an order between middleware, an EventLog that records
 spans) live in `rlpipe.engine.testing`.
 """
-from ._contract import Contract, contract, contract_of
+from ._contract import Contract, contract, contract_of, redeclare
 from . import _current
 from ._current import current_task
 from ._errors import PipelineError
@@ -27,5 +27,6 @@ __all__ = [
     "contract",
     "contract_of",
     "current_task",
+    "redeclare",
     "task",
 ]

@@ -33,7 +33,7 @@ from rlpipe.runs import BEST_CHECKPOINT, CHECKPOINT_EVENT, FINAL_CHECKPOINT, Run
 from ._cfg import setting
 from ._ckpt_load import (_ITER_RE, _age_key, _read_latest, checkpoint_files, load_checkpoint,
                          load_verified, restore_checkpoint)
-from ._io import PathLike, atomic_write_bytes, atomic_write_json, resolve_run_dir
+from ._io import PathLike, atomic_write_bytes, atomic_write_json, not_writing, resolve_run_dir
 
 _ATOMS = (type(None), bool, int, float, complex, str, bytes, bytearray,
           torch.Tensor, torch.Size, torch.dtype, torch.device)
@@ -155,6 +155,10 @@ class CkptSaver:
     (or `save_dir=` by name) writes to `<save_dir>/ckpt/` with no config; an integral float
     `train_freq` (DI-engine's `1e4`) counts as that int.
     """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        # on a data-parallel rank other than 0 a stand-in that writes nothing (rank 0 writes)
+        return not_writing(cls) or super().__new__(cls)
 
     def __init__(
         self,
@@ -365,6 +369,10 @@ class final_ctx_saver:  # noqa: N801 (DI-engine's name for a middleware it build
     """At the end of a run, pickle the context's counters and last evaluation (the fields in
     `_RESULT_FIELDS` that it declares) as a dict to `<name>/result.pkl`: DI-engine's record
     of how a run ended. Written when the task emits "finish" (a run that ended without error)."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        # on a data-parallel rank other than 0 a stand-in that writes nothing (rank 0 writes)
+        return not_writing(cls) or super().__new__(cls)
 
     def __init__(self, name: PathLike) -> None:
         self.path = Path(name) / "result.pkl"

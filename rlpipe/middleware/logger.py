@@ -43,7 +43,7 @@ from rlpipe.runs import CHECKPOINT_EVENT, RunDir
 
 from ._acting_agents import mean_agent_returns
 from ._cfg import setting
-from ._io import PathLike, resolve_run_dir
+from ._io import PathLike, not_writing, resolve_run_dir
 from ._wandb import require_wandb, wandb_sink
 
 log = logging.getLogger(__name__)
@@ -142,6 +142,10 @@ def _naming(path: Path) -> Iterator[None]:
 )
 class OnlineLogger:
     """The middleware made by `online_logger`; see the module docstring for what it writes."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        # on a data-parallel rank other than 0 a stand-in that writes nothing (rank 0 writes)
+        return not_writing(cls) or super().__new__(cls)
 
     def __init__(
         self,

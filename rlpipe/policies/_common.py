@@ -11,6 +11,8 @@ from torch import nn
 from torch.optim.optimizer import _global_optimizer_post_hooks as _GLOBAL_POST_HOOKS
 from torch.optim.optimizer import _global_optimizer_pre_hooks as _GLOBAL_PRE_HOOKS
 
+from rlpipe.data_parallel import average_gradients
+
 
 def resolve_device(name: str) -> torch.device:
     """"cpu", "cuda", "cuda:1" or "auto" (cuda when available, else cpu) → torch.device."""
@@ -222,9 +224,11 @@ def grad_step(optimizer: torch.optim.Optimizer, loss: torch.Tensor, params: List
               max_norm: Optional[float], norm: bool = False) -> Optional[torch.Tensor]:
     """Backpropagate `loss` and, when `max_norm` is set, clip the gradient norm of `params`.
     With `norm`, return the (pre-clipping) gradient norm, computed also when nothing is clipped.
-    The caller runs ``optimizer.step()`` (under its weight lock)."""
+    In a data-parallel run the gradients are averaged across the ranks before they are
+    clipped. The caller runs ``optimizer.step()`` (under its weight lock)."""
     clear_grads(optimizer)
     loss.backward()
+    average_gradients(optimizer)
     if max_norm is None and not norm:
         return None
     return clip_grad_norm(params, max_norm)
@@ -248,6 +252,8 @@ def joint_grad_step(loss: torch.Tensor, optimizers: Sequence[torch.optim.Optimiz
     losses that one compiled graph returned together. The caller steps the optimizers."""
     clear_grads(*optimizers)
     loss.backward()
+    for optimizer in optimizers:
+        average_gradients(optimizer)
     if max_norm is not None:
         for group in params:
             clip_grad_norm(group, max_norm)

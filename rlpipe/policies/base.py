@@ -33,6 +33,7 @@ import numpy as np
 from easydict import EasyDict
 
 from rlpipe.config import merge_config
+from rlpipe.data_parallel import join as join_data_parallel
 from rlpipe.models import UnsupportedSpaceError
 from rlpipe.schema import PIPELINE_KEYS, Key, defaults, extend, flatten
 
@@ -341,7 +342,10 @@ class Policy(abc.ABC):
 
     @property
     def learn_mode(self) -> LearnMode:
+        """The learn face. Taken first inside a `DDPContext` of several ranks, it makes the
+        policy data-parallel (`rlpipe.data_parallel.join`)."""
         self._check_enabled("learn")
+        join_data_parallel(self)
         return self._learn_face
 
     def _check_enabled(self, face: str) -> None:

@@ -31,6 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from rlpipe.data import to_torch
+from rlpipe.data_parallel import average_gradients
 from rlpipe.models import batch_rows, obs_as_tensor
 from rlpipe.models.multi_agent import MultiAgentActorCritic, agent_rows
 from rlpipe.schema import count, extend, key, positive
@@ -336,6 +337,7 @@ class MAPPOPolicy(Policy):
                           value_err=self._value_err, unbiased_adv_std=False)
         self.optimizer.zero_grad(set_to_none=True)
         terms.loss.backward()
+        average_gradients(self.optimizer)  # across the ranks of a data-parallel run, if any
         limit = float("inf") if c.grad_clip is None else c.grad_clip
         actor_norm = nn.utils.clip_grad_norm_(self._actor_params, limit)
         critic_norm = nn.utils.clip_grad_norm_(self._critic_params, limit)

@@ -9,7 +9,7 @@ from rlpipe.engine import PipelineError, Role, Task, contract, current_task, tas
 def test_engine_public_names():
     assert rlpipe.engine.__all__ == [
         "Contract", "MiddlewareStats", "PipelineError", "Profile", "Role", "Task",
-        "contract", "contract_of", "current_task", "task",
+        "contract", "contract_of", "current_task", "redeclare", "task",
     ]
     for name in rlpipe.engine.__all__:
         assert hasattr(rlpipe.engine, name)

@@ -1,0 +1,323 @@
+"""Data-parallel learning: one training script run as several processes (ranks) by `torchrun`.
+Each rank collects its own data and computes gradients on its own batch; before every
+optimizer step the gradients are averaged across the ranks, so every rank holds the same
+weights. DI-engine's `DDPContext` and `to_ddp_config` (its `apex_dqn_ddp.py`) are these names:
+
+    with DDPContext():                  # joins the ranks torchrun started (gloo on the CPU)
+        cfg = to_ddp_config(cfg)        # each rank's share of the batch, and its own seeds
+        main(cfg)                       # the single-process script, unchanged
+
+launched as ``torchrun --nproc_per_node=N script.py``. Run as plain ``python script.py`` (no
+torchrun variables) the context is one process and changes nothing.
+
+Inside the context:
+- a policy joins when its `learn_mode` is first taken: every network of it (parameters and
+  buffers) takes rank 0's values, and each of its optimizers averages the gradients across the
+  ranks before it steps. rlpipe's learn steps average right after the backward pass, so
+  gradient clipping sees the averaged gradient, as in DDP; an optimizer stepped by other code
+  averages in a hook that runs before its step.
+- checkpoint savers and loggers write on rank 0 only (`is_main_rank()`): the weights are the
+  same on every rank, so rank 0's run folder is the run's, and a folder keeps one writer.
+- the ranks stop together: a rank whose run is in its last iteration (its evaluator reached
+  the stop value, say) tells the others at its gradient exchanges, and they end their runs
+  after the same iteration, with the same weights. A rank that has left (it failed, or it
+  decided to stop after its learn steps) is seen at the others' next exchange: they average no
+  more and end their runs after that iteration. Leaving the context waits for every rank, so
+  no rank waits forever on one that stopped.
+
+Every rank must make the same learn steps in the same order (as the same script on the same
+schedule does); a rank whose gradients do not match the others' in size raises an error that
+says so rather than averaging unrelated numbers.
+
+torch is imported when a function needs it: `import rlpipe` stays free of it.
+"""
+from __future__ import annotations
+
+import datetime
+import logging
+import math
+import os
+from typing import Any, List, Optional, Sequence
+
+log = logging.getLogger(__name__)
+
+__all__ = ["DDPContext", "average_gradients", "get_rank", "get_world_size", "is_main_rank",
+           "join", "to_ddp_config"]
+
+_group: Optional["_Group"] = None  # the ranks of the DDPContext this process is in (world > 1)
+# The tensor of the last exchange, referenced until the process exits. Gloo's worker thread
+# drops its own reference to a collective's tensors just after the collective completes; were
+# that the last reference, it would take the GIL to free the Python object, and a process that
+# is shutting down by then aborts ("terminate called without an active exception").
+_last_exchanged: Any = None
+
+
+class _Group:
+    """This process's place among the ranks, and whether a peer has stopped."""
+
+    def __init__(self, rank: int, world: int) -> None:
+        self.rank = rank
+        self.world = world
+        self.peer_stopped = False  # a peer has left: no more averaging
+
+    def round(self, size: int, what: str) -> bool:
+        """One control exchange before a collective of `size` numbers (of `what`, named in the
+        error when the sizes differ): True when every rank is in it with the same size; False
+        when a peer has stopped. Sending size and size² lets each rank check that all sizes are
+        equal (their variance is zero) in one exchange. Each rank also says whether its run is
+        in its last iteration; a rank told that a peer's is ends its run after this iteration
+        too, so the ranks stop together with the same weights."""
+        import torch
+        import torch.distributed as dist
+
+        task = _running_task()
+        finishing = 1.0 if task is not None and task.finish else 0.0
+        ctrl = torch.tensor([1.0, size, float(size) * size, finishing], dtype=torch.float64)
+        dist.all_reduce(ctrl)
+        active, total, squares, finishing_ranks = ctrl.tolist()
+        if active < self.world:
+            if not self.peer_stopped:
+                self.peer_stopped = True
+                log.info("data-parallel rank %d: a peer has stopped; this rank learns on its own "
+                         "gradients until its run ends", self.rank)
+            self._end_run(task)
+            return False
+        if total != self.world * size or squares != self.world * float(size) * size:
+            raise RuntimeError(
+                f"data-parallel rank {self.rank}: {what} have {size} numbers here and a different "
+                f"number on another rank; every rank must build the same networks and make the "
+                f"same learn steps in the same order (the same script and config, e.g. the same "
+                f"update_per_collect)")
+        if finishing_ranks > finishing:
+            self._end_run(task)
+        return True
+
+    def _end_run(self, task: Any) -> None:
+        if task is not None and not task.finish:
+            task.end_run("a data-parallel peer ended its run")
+
+    def drain(self) -> None:
+        """Answer the peers' control exchanges as stopped until every rank has stopped."""
+        import torch
+        import torch.distributed as dist
+
+        global _last_exchanged
+        while True:
+            ctrl = _last_exchanged = torch.zeros(4, dtype=torch.float64)
+            dist.all_reduce(ctrl)
+            if ctrl[0].item() == 0.0:
+                return
+
+
+def _running_task() -> Any:
+    """The task whose run this learn step is part of, or None outside a run."""
+    from rlpipe.engine import current_task
+
+    task = current_task()
+    return task if task.running else None
+
+
+def _torchrun_world() -> int:
+    raw = os.environ.get("WORLD_SIZE")
+    if raw is None:
+        return 1
+    try:
+        world = int(raw)
+    except ValueError:
+        raise ValueError(f"DDPContext: WORLD_SIZE={raw!r} is not a number of processes; launch "
+                         f"the script with torchrun --nproc_per_node=N") from None
+    return world
+
+
+class DDPContext:
+    """Join the ranks `torchrun` started (see the module's doc): the process group (gloo on the
+    CPU, nccl when `backend="nccl"` or CUDA is used), left again on exit after every rank has
+    stopped. Outside torchrun (no WORLD_SIZE, or 1) it does nothing. `timeout_s` bounds how
+    long a collective waits for a peer before it fails (torch's default: 30 minutes)."""
+
+    def __init__(self, backend: Optional[str] = None, timeout_s: float = 1800.0) -> None:
+        if backend not in (None, "gloo", "nccl"):
+            raise ValueError(f"DDPContext(backend={backend!r}): use 'gloo' (CPU) or 'nccl' "
+                             f"(GPUs), or leave it out")
+        if not (isinstance(timeout_s, (int, float)) and math.isfinite(timeout_s)
+                and timeout_s > 0):
+            raise ValueError(f"DDPContext(timeout_s={timeout_s!r}): seconds > 0")
+        self.backend = backend
+        self.timeout_s = float(timeout_s)
+        self._owns_group = False
+
+    def __enter__(self) -> "DDPContext":
+        global _group
+        if _group is not None:
+            raise RuntimeError("DDPContext: this process is in a DDPContext already; enter "
+                               "it once per process")
+        world = _torchrun_world()
+        if world <= 1:
+            log.info("DDPContext: one process (not launched by torchrun): nothing to average")
+            return self
+        import torch
+        import torch.distributed as dist
+
+        for name in ("RANK", "MASTER_ADDR", "MASTER_PORT"):
+            if name not in os.environ:
+                raise RuntimeError(f"DDPContext: WORLD_SIZE={world} but {name} is not set; "
+                                   f"launch the script with torchrun --nproc_per_node={world}, "
+                                   f"which sets both")
+        if not dist.is_initialized():
+            backend = self.backend or ("nccl" if torch.cuda.is_available() else "gloo")
+            dist.init_process_group(backend, timeout=datetime.timedelta(seconds=self.timeout_s))
+            self._owns_group = True
+        _group = _Group(dist.get_rank(), dist.get_world_size())
+        log.info("DDPContext: rank %d of %d (%s)", _group.rank, _group.world,
+                 dist.get_backend())
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        global _group
+        group, _group = _group, None
+        if group is None:
+            return
+        import torch.distributed as dist
+
+        try:
+            group.drain()
+        finally:
+            if self._owns_group:
+                dist.destroy_process_group()
+                self._owns_group = False
+
+
+def get_rank() -> int:
+    """This process's rank in its DDPContext (0 outside one)."""
+    return _group.rank if _group is not None else 0
+
+
+def get_world_size() -> int:
+    """The number of ranks in this process's DDPContext (1 outside one)."""
+    return _group.world if _group is not None else 1
+
+
+def is_main_rank() -> bool:
+    """True outside a DDPContext and on its rank 0: the process that writes the run folder."""
+    return _group is None or _group.rank == 0
+
+
+def _share(value: Any, world: int) -> Any:
+    return None if value is None else max(1, int(math.ceil(value / world)))
+
+
+def to_ddp_config(cfg: Any) -> Any:
+    """`cfg` for this rank, changed in place and returned: the learn batch
+    (`policy.learn.batch_size`) and the rows collected per call (`policy.collect.n_sample`,
+    `n_episode`) are divided among the ranks (rounded up), so the ranks together learn on the
+    batches one process would; and the seeds (`seed`, `policy.seed`) are offset by the rank, so
+    each rank explores and collects its own data (equal seeds would make the ranks collect the
+    same transitions). Outside a DDPContext it returns `cfg` unchanged."""
+    world, rank = get_world_size(), get_rank()
+    if world == 1:
+        return cfg
+    policy = cfg.get("policy") if hasattr(cfg, "get") else None
+    if policy is None:
+        raise KeyError("to_ddp_config(cfg): the config has no 'policy' section; pass the "
+                       "whole config (e.g. get_entry('cartpole-dqn').resolve())")
+    for section, key in (("learn", "batch_size"), ("collect", "n_sample"),
+                         ("collect", "n_episode")):
+        part = policy.get(section)
+        if part is not None and part.get(key) is not None:
+            part[key] = _share(part[key], world)
+    if policy.get("batch_size") is not None:  # DI-engine's flat form
+        policy["batch_size"] = _share(policy["batch_size"], world)
+    for owner in (cfg, policy):
+        if owner.get("seed") is not None:
+            owner["seed"] = int(owner["seed"]) + rank
+    return cfg
+
+
+def join(policy: Any) -> None:
+    """Make `policy` data-parallel in this process's DDPContext (nothing outside one): its
+    networks take rank 0's values and its optimizers average gradients across the ranks.
+    Called by `Policy.learn_mode` the first time it is taken, which every rank does at the same
+    point of the same script."""
+    group = _group
+    if group is None or getattr(policy, "_rlpipe_data_parallel", False):
+        return
+    import torch
+
+    policy._rlpipe_data_parallel = True
+    modules: List[Any] = []
+    optimizers: List[Any] = []
+    seen = set()
+    for name in sorted(vars(policy)):
+        value = vars(policy)[name]
+        if id(value) in seen:
+            continue
+        if isinstance(value, torch.nn.Module) or (isinstance(value, torch.Tensor)
+                                                   and value.requires_grad):
+            modules.append(value)  # a bare learned tensor too, e.g. SAC's log alpha
+        elif isinstance(value, torch.optim.Optimizer):
+            optimizers.append(value)
+        else:
+            continue
+        seen.add(id(value))
+    tensors = [t for m in modules
+               for t in ([m] if isinstance(m, torch.Tensor) else m.state_dict(keep_vars=True).values())
+               if isinstance(t, torch.Tensor) and t.is_floating_point()]
+    _broadcast_from_rank0(group, tensors)
+    for optimizer in optimizers:
+        optimizer._rlpipe_averaged = False
+        optimizer.register_step_pre_hook(_average_before_step)
+    log.info("data-parallel rank %d: %s joined (%d networks, %d optimizers)", group.rank,
+             type(policy).__name__, len(modules), len(optimizers))
+
+
+def _broadcast_from_rank0(group: _Group, tensors: Sequence[Any]) -> None:
+    import torch
+    import torch.distributed as dist
+
+    size = sum(t.numel() for t in tensors)
+    if not tensors or not group.round(size, "the policy's networks"):
+        return
+    with torch.no_grad():
+        flat = torch.cat([t.detach().reshape(-1).to(torch.float64) for t in tensors])
+        dist.broadcast(flat, 0)
+        offset = 0
+        for t in tensors:
+            n = t.numel()
+            t.copy_(flat[offset:offset + n].view_as(t))
+            offset += n
+
+
+def average_gradients(optimizer: Any) -> None:
+    """Average the gradients of `optimizer`'s parameters across the ranks, if it belongs to a
+    joined policy (nothing otherwise). Learn steps call it after the backward pass; the
+    optimizer's step then does not average again."""
+    if _group is None or not hasattr(optimizer, "_rlpipe_averaged"):
+        return
+    _average(optimizer)
+    optimizer._rlpipe_averaged = True
+
+
+def _average_before_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+    if optimizer._rlpipe_averaged:
+        optimizer._rlpipe_averaged = False
+        return
+    if _group is not None:
+        _average(optimizer)
+
+
+def _average(optimizer: Any) -> None:
+    import torch
+    import torch.distributed as dist
+
+    group = _group
+    assert group is not None
+    grads = [p.grad for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
+    size = sum(g.numel() for g in grads)
+    if not group.round(size, "the gradients of this optimizer step") or not grads:
+        return
+    with torch.no_grad():
+        flat = torch.cat([g.reshape(-1) for g in grads])
+        dist.all_reduce(flat)
+        flat.div_(group.world)
+        for g, piece in zip(grads, flat.split([g.numel() for g in grads])):
+            g.copy_(piece.view_as(g))

@@ -1,0 +1,64 @@
+"""DI-engine's `apex_dqn_ddp.py` (ported in apex_dqn_ddp_port.py), run as two ranks by
+torchrun, sync and async: the ranks learn CartPole together until the evaluator reaches the
+stop value, with the same weights on both, rank 0's run folder holding the checkpoints; a rank
+that stops early ends the other's run instead of leaving it waiting."""
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from rlpipe.config import to_plain
+
+from ..engine.test_data_parallel import torchrun
+from .test_example_ports import tiny_cfg
+
+PORT = Path(__file__).with_name("apex_dqn_ddp_port.py")
+
+
+def run_port(tmp_path, cfg):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "cfg.json").write_text(json.dumps(to_plain(cfg)))
+    torchrun(PORT, tmp_path / "cfg.json", tmp_path / "out", timeout=240)
+    return [torch.load(tmp_path / "out" / f"rank{r}.pt") for r in (0, 1)]
+
+
+def port_cfg(tmp_path):
+    cfg = tiny_cfg("cartpole-dqn", tmp_path / "run")
+    cfg.exp_name = str(tmp_path / "run")  # CkptSaver(policy, cfg.exp_name, ...) as written
+    cfg.policy.collect.n_sample = 64  # 32 per rank
+    cfg.policy.learn.batch_size = 64  # 32 per rank
+    cfg.policy.learn.update_per_collect = 16
+    cfg.policy.eval.evaluator.eval_freq = 64
+    return cfg
+
+
+@pytest.mark.slow
+def test_two_ranks_learn_cartpole_to_the_stop_value_with_the_same_weights(tmp_path):
+    cfg = port_cfg(tmp_path)
+    cfg.env.stop_value = 150  # as the example: no budget, the evaluator ends the run
+    rank0, rank1 = run_port(tmp_path, cfg)
+    # to_ddp_config: half the batch each, and each rank its own seed (its own data)
+    assert (rank0["batch_size"], rank1["batch_size"]) == (32, 32)
+    assert (rank0["seed"], rank1["seed"]) == (cfg.seed, cfg.seed + 1)
+    assert max(rank0["eval_value"], rank1["eval_value"]) >= 150
+    assert rank0["train_iter"] == rank1["train_iter"] > 0
+    for name in rank0["online"]:
+        assert torch.equal(rank0["online"][name], rank1["online"][name]), name
+    # rank 0's saver wrote the weights both ranks ended with
+    final = torch.load(tmp_path / "run" / "ckpt" / "final.pt", weights_only=False)
+    assert final["meta"]["train_iter"] == rank0["train_iter"]
+    for name, value in final["policy"]["online"].items():
+        assert torch.equal(value, rank0["online"][name]), name
+
+
+def test_a_rank_that_stops_ends_the_others_run(tmp_path):
+    cfg = port_cfg(tmp_path)
+    cfg.async_mode = True
+    cfg.env.stop_value = 10_000
+    cfg.max_env_step = [256, 1_000_000]  # rank 0's budget is small, rank 1's all but endless
+    rank0, rank1 = run_port(tmp_path, cfg)
+    assert rank0["env_step"] >= 256 and rank0["finish_reason"] is None
+    # rank 1 saw at its next gradient exchange that rank 0 had stopped, and ended its run
+    assert rank1["finish_reason"] == "a data-parallel peer ended its run"
+    assert rank1["env_step"] < 2_000

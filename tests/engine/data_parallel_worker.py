@@ -1,0 +1,80 @@
+"""One rank of tests/engine/test_data_parallel.py, run by torchrun:
+
+    torchrun --standalone --nproc_per_node=2 data_parallel_worker.py learners|out_of_step OUT_DIR
+
+Each rank builds its policies with its own seed (so its own initial weights), learns on its own
+batches, and writes what it ended with (or the error it raised) to OUT_DIR/rank<r>.pt."""
+import sys
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from rlpipe import DDPContext, get_rank
+from rlpipe.engine import contract_of
+from rlpipe.middleware import CkptSaver, online_logger
+from rlpipe.middleware.logger import OnlineLogger
+from rlpipe.policies import DQNPolicy, SACPolicy
+
+OBS = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+
+
+def dqn_batch(seed, rows):
+    rng = np.random.default_rng(seed)
+    return {"obs": rng.normal(size=(rows, 4)).astype(np.float32),
+            "action": rng.integers(2, size=rows),
+            "reward": rng.normal(size=rows).astype(np.float32),
+            "next_obs": rng.normal(size=(rows, 4)).astype(np.float32),
+            "terminated": rng.random(rows) < 0.1}
+
+
+def sac_batch(seed, rows):
+    batch = dqn_batch(seed, rows)
+    batch["action"] = np.random.default_rng(seed + 1).uniform(-1, 1, (rows, 2)).astype(np.float32)
+    return batch
+
+
+def dqn(seed, hidden=(16, 16)):
+    # a small clipping limit, so that clipping acts on every step
+    return DQNPolicy({"seed": seed, "model": {"hidden": hidden},
+                      "learn": {"grad_clip": 0.05, "target_update_freq": 2}},
+                     OBS, gym.spaces.Discrete(2))
+
+
+def learners(out):
+    """DQN (three steps on this rank's own 8 rows each), SAC (two fused-Adam optimizers and
+    alpha's), and the run-folder writers this rank makes."""
+    rank = get_rank()
+    policy = dqn(seed=10 + rank)
+    for step in range(3):
+        policy.learn_mode.forward(dqn_batch(100 * step + rank, 8))
+    sac = SACPolicy({"seed": 10 + rank,
+                     "model": {"actor_hidden": (16, 16), "critic_hidden": (16, 16)}},
+                    OBS, gym.spaces.Box(-1.0, 1.0, (2,), np.float32))
+    for step in range(3):
+        sac.learn_mode.forward(sac_batch(100 * step + rank, 8))
+    writers = [CkptSaver(policy, f"{out}/run", train_freq=1),
+               online_logger(run_dir=f"{out}/run")]
+    return {"dqn": policy.online.state_dict(),
+            "sac": {**{f"actor.{k}": v for k, v in sac.actor.state_dict().items()},
+                    **{f"critic.{k}": v for k, v in sac.critic.state_dict().items()},
+                    "log_alpha": sac.log_alpha.detach().clone()},
+            # each writer's type, and whether it keeps the contract of the writer it stands for
+            "writers": [(type(w).__name__, contract_of(w) == contract_of(cls))
+                        for w, cls in zip(writers, (CkptSaver, OnlineLogger))]}
+
+
+def out_of_step():
+    """The ranks' networks differ in size."""
+    try:
+        dqn(seed=0, hidden=(16,) if get_rank() == 0 else (32,)).learn_mode
+    except RuntimeError as err:
+        return {"error": str(err)}
+    return {"error": None}
+
+
+if __name__ == "__main__":
+    mode, out = sys.argv[1], sys.argv[2]
+    with DDPContext(timeout_s=60):
+        result = learners(out) if mode == "learners" else out_of_step()
+        torch.save(result, f"{out}/rank{get_rank()}.pt")
