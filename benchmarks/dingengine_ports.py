@@ -5,7 +5,8 @@ DI-engine's examples have no env-step budget: they run until the evaluator's mea
 whole budget), 195 for `dqn.py`, `dqn_nstep.py`, `dqn_per.py`, `ppo.py` and `r2d2.py`
 (CartPole-v0, dizoo's cartpole configs), -250 for `sac.py` and `td3.py` (dizoo's pendulum
 configs), 200 for `ppo_lunarlander.py`, `ppo_lunarlander_continuous.py` and
-`apex_dqn_priority_parallel_wandb.py` (dizoo's and `ding.config`'s LunarLander configs). Each
+`apex_dqn_priority_parallel_wandb.py` (dizoo's and `ding.config`'s LunarLander configs), 195
+for `apex_dqn_ddp.py` (two ranks, each counting its own env steps). Each
 port runs here on the zoo's config for its task (`cartpole-dqn`, `cartpole-ppo`, `pendulum-sac`,
 `pendulum-td3`, `cartpole-novel-r2d2`, `simple-spread-mappo`, `lunarlander-ppo`,
 `lunarlander-dqn`; the generic `ppo@LunarLanderContinuous-v3`, given `lunarlander-ppo`'s budget
@@ -15,7 +16,8 @@ the budget, and prints the env step of the first evaluation at or above the thre
 ports need the [box2d] extra.
 
 Run:  python benchmarks/dingengine_ports.py [--which dqn ppo (the default) dqn-nstep dqn-per
-      sac td3 r2d2 mappo cql ppo-lunarlander ppo-lunarlander-continuous apex-dqn-lunarlander]
+      sac td3 r2d2 mappo cql ppo-lunarlander ppo-lunarlander-continuous apex-dqn-lunarlander
+      apex-dqn-ddp]
       [--seed 0] [--stop V | --no-stop] [--threshold V]
 """
 from __future__ import annotations
@@ -57,6 +59,8 @@ PORTS = {
     "ppo-lunarlander-continuous": Port("ppo@LunarLanderContinuous-v3", "test_ppo_lunarlander",
                                        "ppo_lunarlander_main", 200.0, budget=1_000_000,
                                        settings=(("policy.learn.value_coef", 0.5),)),
+    # two ranks started by torchrun (DDPContext); both ranks' evaluations; env steps per rank
+    "apex-dqn-ddp": Port("cartpole-dqn", "test_apex_dqn_ddp", "apex_dqn_ddp_launch", 195.0),
     # a learner, an evaluator process and a collector (parallel.launch, backend "local")
     "apex-dqn-lunarlander": Port("lunarlander-dqn", "test_apex_dqn", "_launch", 200.0),
     "dqn-nstep": Port("cartpole-dqn", "test_more_ports", "dqn_nstep_main", 195.0,

@@ -27,7 +27,7 @@ from rlpipe.policies import DQNPolicy
 
 
 def main(main_config, out_dir):
-    logging.getLogger().setLevel(logging.INFO)
+    logging.basicConfig(level=logging.INFO)  # DI-engine's logging has a console handler
     main_config.exp_name = main_config.get("exp_name") or 'cartpole_dqn_per'
     cfg = main_config
     with task.start(async_mode=cfg.get("async_mode", False), ctx=OnlineRLContext()):

@@ -3,6 +3,10 @@ torchrun, sync and async: the ranks learn CartPole together until the evaluator 
 stop value, with the same weights on both, rank 0's run folder holding the checkpoints; a rank
 that stops early ends the other's run instead of leaving it waiting."""
 import json
+import logging
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,6 +25,28 @@ def run_port(tmp_path, cfg):
     (tmp_path / "cfg.json").write_text(json.dumps(to_plain(cfg)))
     torchrun(PORT, tmp_path / "cfg.json", tmp_path / "out", timeout=240)
     return [torch.load(tmp_path / "out" / f"rank{r}.pt") for r in (0, 1)]
+
+
+def apex_dqn_ddp_launch(cfg, ranks=2):
+    """The port at full budget (benchmarks/dingengine_ports.py --which apex-dqn-ddp): `ranks`
+    ranks on `cfg`, the evaluator lines of every rank relayed to this process's evaluator log
+    (the ranks stop together when any rank's evaluation reaches the stop value)."""
+    logging.getLogger().setLevel(logging.INFO)  # as the ports' scripts do
+    evaluator_log = logging.getLogger("rlpipe.middleware.evaluator")
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        (tmp / "cfg.json").write_text(json.dumps(to_plain(cfg)))
+        (tmp / "out").mkdir()
+        command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+                   f"--nproc_per_node={ranks}", str(PORT),
+                   str(tmp / "cfg.json"), str(tmp / "out")]
+        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True) as ranks_output:
+            for line in ranks_output.stdout:
+                if "eval at train_iter" in line:
+                    evaluator_log.info(line[line.index("eval at train_iter"):].strip())
+        if ranks_output.returncode:
+            raise RuntimeError(f"torchrun exited with {ranks_output.returncode}")
 
 
 def port_cfg(tmp_path):
