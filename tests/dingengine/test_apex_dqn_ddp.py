@@ -32,6 +32,7 @@ def apex_dqn_ddp_launch(cfg, ranks=2):
     ranks on `cfg`, the evaluator lines of every rank relayed to this process's evaluator log
     (the ranks stop together when any rank's evaluation reaches the stop value)."""
     logging.getLogger().setLevel(logging.INFO)  # as the ports' scripts do
+    cfg.exp_name = cfg.run_dir  # the checkpoints go to the run folder, not ./cartpole_dqn_per
     evaluator_log = logging.getLogger("rlpipe.middleware.evaluator")
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
