@@ -259,6 +259,14 @@ def join(policy: Any) -> None:
         else:
             continue
         seen.add(id(value))
+    stepped = {id(p) for o in optimizers for g in o.param_groups for p in g["params"]}
+    unstepped = [n for n, t in _trainable(modules) if id(t) not in stepped]
+    if unstepped:
+        raise RuntimeError(
+            f"data-parallel {type(policy).__name__}: no optimizer kept as an attribute of the "
+            f"policy steps {unstepped[:3]}, so their gradients would not be averaged and the "
+            f"ranks' weights would drift apart; keep each optimizer as an attribute "
+            f"(self.optimizer = ...)")
     tensors = [t for m in modules
                for t in ([m] if isinstance(m, torch.Tensor) else m.state_dict(keep_vars=True).values())
                if isinstance(t, torch.Tensor) and t.is_floating_point()]
@@ -268,6 +276,18 @@ def join(policy: Any) -> None:
         optimizer.register_step_pre_hook(_average_before_step)
     log.info("data-parallel rank %d: %s joined (%d networks, %d optimizers)", group.rank,
              type(policy).__name__, len(modules), len(optimizers))
+
+
+def _trainable(modules: Sequence[Any]) -> List[Any]:
+    """(name, tensor) of every tensor of `modules` that learns (requires a gradient)."""
+    import torch
+
+    found = []
+    for i, m in enumerate(modules):
+        named = ([(f"tensor {i}", m)] if isinstance(m, torch.Tensor)
+                 else [(f"{type(m).__name__}.{n}", p) for n, p in m.named_parameters()])
+        found += [(n, t) for n, t in named if t.requires_grad]
+    return found
 
 
 def _broadcast_from_rank0(group: _Group, tensors: Sequence[Any]) -> None:

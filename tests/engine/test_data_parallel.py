@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from rlpipe import DDPContext, get_rank, get_world_size, to_ddp_config
+from rlpipe import DDPContext, data_parallel, get_rank, get_world_size, to_ddp_config
 from rlpipe.middleware import CkptSaver
 from rlpipe.zoo import get_entry
 
@@ -107,3 +107,13 @@ def test_the_context_refuses_a_half_set_launch(monkeypatch):
             pass
     with pytest.raises(ValueError, match="backend"):
         DDPContext(backend="mpi")
+
+
+def test_a_policy_whose_optimizer_it_does_not_hold_is_refused(monkeypatch):
+    # as rank 0 of two; the check comes before any exchange with the other rank
+    monkeypatch.setattr(data_parallel, "_group", data_parallel._Group(0, 2))
+    policy = dqn(seed=0)
+    policy.optimizers = [vars(policy).pop("optimizer")]  # kept in a list, not as an attribute
+    with pytest.raises(RuntimeError, match="no optimizer kept as an attribute of the policy "
+                                           r"steps \['QNetwork\."):
+        policy.learn_mode
