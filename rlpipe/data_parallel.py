@@ -16,6 +16,8 @@ Inside the context:
   ranks before it steps. rlpipe's learn steps average right after the backward pass, so
   gradient clipping sees the averaged gradient, as in DDP; an optimizer stepped by other code
   averages in a hook that runs before its step.
+- what else decides the next step is shared: running normalisers pool the ranks' rows
+  (`pooled_moments`), and PPO's approx-KL stop compares the ranks' mean (`mean_across_ranks`).
 - checkpoint savers and loggers write on rank 0 only (`is_main_rank()`): the weights are the
   same on every rank, so rank 0's run folder is the run's, and a folder keeps one writer.
 - the ranks stop together: a rank whose run is in its last iteration (its evaluator reached
@@ -42,7 +44,7 @@ from typing import Any, List, Optional, Sequence
 log = logging.getLogger(__name__)
 
 __all__ = ["DDPContext", "average_gradients", "get_rank", "get_world_size", "is_main_rank",
-           "join", "to_ddp_config"]
+           "join", "mean_across_ranks", "pooled_moments", "to_ddp_config"]
 
 _group: Optional["_Group"] = None  # the ranks of the DDPContext this process is in (world > 1)
 # The tensor of the last exchange, referenced until the process exits. Gloo's worker thread
@@ -268,7 +270,8 @@ def join(policy: Any) -> None:
             f"ranks' weights would drift apart; keep each optimizer as an attribute "
             f"(self.optimizer = ...)")
     tensors = [t for m in modules
-               for t in ([m] if isinstance(m, torch.Tensor) else m.state_dict(keep_vars=True).values())
+               for t in ([m] if isinstance(m, torch.Tensor)
+                         else m.state_dict(keep_vars=True).values())
                if isinstance(t, torch.Tensor) and t.is_floating_point()]
     _broadcast_from_rank0(group, tensors)
     for optimizer in optimizers:
@@ -341,3 +344,44 @@ def _average(optimizer: Any) -> None:
         flat.div_(group.world)
         for g, piece in zip(grads, flat.split([g.numel() for g in grads])):
             g.copy_(piece.view_as(g))
+
+
+def mean_across_ranks(value: Any, what: str) -> Any:
+    """`value` (a number or a one-element tensor) averaged over the ranks, as a float; `value`
+    itself outside a DDPContext, or once a peer has stopped. For a statistic that decides what
+    every rank does next, such as the approx-KL that ends PPO's epochs early, so that all ranks
+    decide alike and stay in step."""
+    group = _group
+    if group is None or not group.round(1, what):
+        return value
+    import torch
+    import torch.distributed as dist
+
+    total = torch.tensor([float(value)], dtype=torch.float64)
+    dist.all_reduce(total)
+    return total.item() / group.world
+
+
+def pooled_moments(n: int, mean: Any, var: Any) -> Any:
+    """(n, mean, var) of one batch (population variance, float64 tensors) pooled with the other
+    ranks' batches: the count, mean and variance of all the ranks' rows together, so running
+    statistics (an observation normaliser) stay the same on every rank. Unchanged outside a
+    DDPContext, or once a peer has stopped."""
+    group = _group
+    if group is None or not group.round(1 + 2 * mean.numel(), "the batch statistics"):
+        return n, mean, var
+    import torch
+    import torch.distributed as dist
+
+    if n == 0:  # an empty batch adds nothing (its mean and variance are not numbers)
+        mean, var = torch.zeros_like(mean), torch.zeros_like(var)
+    sums = torch.cat([torch.tensor([float(n)], dtype=torch.float64, device=mean.device),
+                      (n * mean).reshape(-1), (n * (var + mean * mean)).reshape(-1)])
+    dist.all_reduce(sums)
+    total = int(sums[0].item())
+    if total == 0:
+        return 0, mean, var
+    d = mean.numel()
+    pooled_mean = (sums[1:1 + d] / total).reshape(mean.shape)
+    pooled_var = (sums[1 + d:] / total).reshape(mean.shape) - pooled_mean * pooled_mean
+    return total, pooled_mean, pooled_var.clamp_min(0.0)

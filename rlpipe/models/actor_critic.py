@@ -10,6 +10,8 @@ import torch
 from torch import nn
 from torch.distributions import Categorical, Distribution, Independent, Normal
 
+from rlpipe.data_parallel import get_world_size, pooled_moments
+
 from ._errors import UnsupportedSpaceError
 from .distributions import ActionHead, action_distribution
 from .encoder import GivenEncoder, build_encoder, shares_features
@@ -37,10 +39,14 @@ class RunningNorm(nn.Module):
         """Fold a batch [B, *shape] into the statistics."""
         x = x.to(self.mean.device, torch.float64).reshape(-1, *self.mean.shape)
         n = x.shape[0]
-        if n == 0:
+        if n == 0 and get_world_size() == 1:
             return
         batch_mean = x.mean(0)
         batch_var = x.var(0, unbiased=False)
+        # in a data-parallel run, the rows of every rank: the statistics stay equal across ranks
+        n, batch_mean, batch_var = pooled_moments(n, batch_mean, batch_var)
+        if n == 0:
+            return
         total = self.count + n
         delta = batch_mean - self.mean
         self.mean += delta * (n / total)

@@ -35,6 +35,7 @@ import torch
 from torch import nn
 
 from rlpipe.data import to_torch
+from rlpipe.data_parallel import mean_across_ranks
 from rlpipe.models import ActorCritic, batch_rows, obs_as_tensor
 from rlpipe.models.actor_critic import head_distribution
 from rlpipe.models.distributions import categorical_entropy, categorical_log_prob
@@ -367,7 +368,9 @@ class PPOPolicy(Policy):
                                        _minibatches(shuffled, c.batch_size)])
             stats.append(epoch)
             n_updates += epoch.shape[0]
-            if c.target_kl is not None and epoch[:, 3].mean() > c.target_kl:
+            # in a data-parallel run the ranks' mean KL decides, so they all stop alike
+            if c.target_kl is not None and mean_across_ranks(
+                    epoch[:, 3].mean(), "PPO's approx-KL") > c.target_kl:
                 break
         self.learned_env_steps += n
         if self.model.obs_norm is not None:  # the next rollout is collected with the new stats

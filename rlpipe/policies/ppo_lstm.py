@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 from rlpipe.data import RolloutStorage
+from rlpipe.data_parallel import mean_across_ranks
 from rlpipe.models import batch_rows, obs_as_tensor
 from rlpipe.models.distributions import categorical_log_prob
 from rlpipe.models.recurrent_actor_critic import RecurrentActorCritic
@@ -194,7 +195,8 @@ class PPOLSTMPolicy(PPOPolicy):
             if c.target_kl is not None:  # the epoch's approx-KL decides whether to go on
                 stats.append(self._chunk_stats(steps))
                 steps = []
-                if stats[-1][:, 3].mean() > c.target_kl:
+                # in a data-parallel run the ranks' mean KL decides, so they all stop alike
+                if mean_across_ranks(stats[-1][:, 3].mean(), "PPO's approx-KL") > c.target_kl:
                     break
         if steps:
             stats.append(self._chunk_stats(steps))

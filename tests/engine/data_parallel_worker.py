@@ -14,7 +14,7 @@ from rlpipe import DDPContext, get_rank
 from rlpipe.engine import contract_of
 from rlpipe.middleware import CkptSaver, online_logger
 from rlpipe.middleware.logger import OnlineLogger
-from rlpipe.policies import DQNPolicy, SACPolicy
+from rlpipe.policies import DQNPolicy, PPOPolicy, SACPolicy
 
 OBS = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
 
@@ -32,6 +32,18 @@ def sac_batch(seed, rows):
     batch = dqn_batch(seed, rows)
     batch["action"] = np.random.default_rng(seed + 1).uniform(-1, 1, (rows, 2)).astype(np.float32)
     return batch
+
+
+def ppo_batch(seed, rows, far):
+    """Rows whose old log-probabilities are far from the policy's (a large approx-KL from the
+    first update) or near them (log 0.5: an untrained policy's, a KL near 0)."""
+    rng = np.random.default_rng(seed)
+    logp = np.log(rng.uniform(0.02, 0.98, rows)) if far else np.full(rows, np.log(0.5))
+    return {"obs": (rng.normal(size=(rows, 4)) * (1 + seed % 7)).astype(np.float32),
+            "action": rng.integers(2, size=rows),
+            "logp": logp.astype(np.float32),
+            "adv": rng.normal(size=rows).astype(np.float32),
+            "return": rng.normal(size=rows).astype(np.float32)}
 
 
 def dqn(seed, hidden=(16, 16)):
@@ -53,12 +65,22 @@ def learners(out):
                     OBS, gym.spaces.Box(-1.0, 1.0, (2,), np.float32))
     for step in range(3):
         sac.learn_mode.forward(sac_batch(100 * step + rank, 8))
+    # PPO with a running observation normaliser and the approx-KL stop: each rank's rows
+    # differ, rank 0's KL is above the limit and rank 1's below it, and the ranks still end
+    # equal (pooled statistics, one decision from the ranks' mean KL)
+    ppo = PPOPolicy({"seed": 10 + rank, "model": {"hidden": (16, 16), "obs_norm": True},
+                     "learn": {"batch_size": 16, "epoch_per_collect": 4, "target_kl": 0.02}},
+                    OBS, gym.spaces.Discrete(2))
+    ppo_stats = [ppo.learn_mode.forward(ppo_batch(100 * step + rank, 32, far=rank == 0))
+                 for step in range(2)]
     writers = [CkptSaver(policy, f"{out}/run", train_freq=1),
                online_logger(run_dir=f"{out}/run")]
     return {"dqn": policy.online.state_dict(),
             "sac": {**{f"actor.{k}": v for k, v in sac.actor.state_dict().items()},
                     **{f"critic.{k}": v for k, v in sac.critic.state_dict().items()},
                     "log_alpha": sac.log_alpha.detach().clone()},
+            "ppo": ppo.model.state_dict(), "ppo_updates": [st["n_updates"] for st in ppo_stats],
+            "ppo_kl": [st["approx_kl"] for st in ppo_stats],
             # each writer's type, and whether it keeps the contract of the writer it stands for
             "writers": [(type(w).__name__, contract_of(w) == contract_of(cls))
                         for w, cls in zip(writers, (CkptSaver, OnlineLogger))]}

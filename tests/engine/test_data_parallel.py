@@ -68,6 +68,18 @@ def test_every_learned_tensor_of_a_policy_stays_equal_across_ranks(learners):
         assert torch.equal(rank0["sac"][name], rank1["sac"][name]), name
 
 
+def test_ppo_ranks_pool_their_observation_statistics_and_stop_their_epochs_alike(learners):
+    _, (rank0, rank1) = learners
+    # the ranks' mean approx-KL ended the epochs of both after the first: rank 1's own KL was
+    # below the limit (alone it would have run all 4 epochs, 8 updates), rank 0's above it
+    assert all(kl < 0.02 for kl in rank1["ppo_kl"]) and all(kl > 0.02 for kl in rank0["ppo_kl"])
+    assert rank0["ppo_updates"] == rank1["ppo_updates"] == [2, 2]
+    # and the running normaliser folded both ranks' rows (their scales differ)
+    assert {"obs_norm.mean", "obs_norm.var"} <= set(rank0["ppo"])
+    for name in rank0["ppo"]:
+        assert torch.equal(rank0["ppo"][name], rank1["ppo"][name]), name
+
+
 def test_rank_0_alone_writes_the_run_folder(learners):
     out, (rank0, rank1) = learners
     assert rank0["writers"] == [("CkptSaver", True), ("OnlineLogger", True)]
