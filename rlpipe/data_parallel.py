@@ -132,19 +132,18 @@ def _torchrun_world() -> int:
 
 
 class DDPContext:
-    """Join the ranks `torchrun` started (see the module's doc): the process group (gloo on the
-    CPU, nccl when `backend="nccl"` or CUDA is used), left again on exit after every rank has
-    stopped. Outside torchrun (no WORLD_SIZE, or 1) it does nothing. `timeout_s` bounds how
-    long a collective waits for a peer before it fails (torch's default: 30 minutes)."""
+    """Join the ranks `torchrun` started (see the module's doc) in a gloo process group, left
+    again on exit after every rank has stopped. Outside torchrun (no WORLD_SIZE, or 1) it does
+    nothing. `timeout_s` bounds how long a collective waits for a peer before it fails (torch's
+    default: 30 minutes).
 
-    def __init__(self, backend: Optional[str] = None, timeout_s: float = 1800.0) -> None:
-        if backend not in (None, "gloo", "nccl"):
-            raise ValueError(f"DDPContext(backend={backend!r}): use 'gloo' (CPU) or 'nccl' "
-                             f"(GPUs), or leave it out")
+    Gloo exchanges CPU tensors (the control numbers each exchange starts with are CPU tensors),
+    and carries the gradients of a learner on a GPU too; nccl, GPU tensors only, is not used."""
+
+    def __init__(self, timeout_s: float = 1800.0) -> None:
         if not (isinstance(timeout_s, (int, float)) and math.isfinite(timeout_s)
                 and timeout_s > 0):
             raise ValueError(f"DDPContext(timeout_s={timeout_s!r}): seconds > 0")
-        self.backend = backend
         self.timeout_s = float(timeout_s)
         self._owns_group = False
 
@@ -157,7 +156,6 @@ class DDPContext:
         if world <= 1:
             log.info("DDPContext: one process (not launched by torchrun): nothing to average")
             return self
-        import torch
         import torch.distributed as dist
 
         for name in ("RANK", "MASTER_ADDR", "MASTER_PORT"):
@@ -166,9 +164,12 @@ class DDPContext:
                                    f"launch the script with torchrun --nproc_per_node={world}, "
                                    f"which sets both")
         if not dist.is_initialized():
-            backend = self.backend or ("nccl" if torch.cuda.is_available() else "gloo")
-            dist.init_process_group(backend, timeout=datetime.timedelta(seconds=self.timeout_s))
+            dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=self.timeout_s))
             self._owns_group = True
+        elif dist.get_backend() != "gloo":
+            raise RuntimeError(f"DDPContext: this process's group uses {dist.get_backend()}; "
+                               f"data-parallel learning exchanges CPU tensors and needs gloo "
+                               f"(leave the group to DDPContext)")
         _group = _Group(dist.get_rank(), dist.get_world_size())
         log.info("DDPContext: rank %d of %d (%s)", _group.rank, _group.world,
                  dist.get_backend())
@@ -301,7 +302,9 @@ def _broadcast_from_rank0(group: _Group, tensors: Sequence[Any]) -> None:
     if not tensors or not group.round(size, "the policy's networks"):
         return
     with torch.no_grad():
-        flat = torch.cat([t.detach().reshape(-1).to(torch.float64) for t in tensors])
+        # on the CPU, in float64 (exact for every float type): a policy's networks may live
+        # on different devices (an acting copy on the CPU beside a learner on a GPU)
+        flat = torch.cat([t.detach().reshape(-1).to("cpu", torch.float64) for t in tensors])
         dist.broadcast(flat, 0)
         offset = 0
         for t in tensors:
