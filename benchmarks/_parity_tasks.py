@@ -248,5 +248,5 @@ TASKS: Dict[str, ParityTask] = {**DEFAULTS, **{t.name: t for t in (
 QUICK: Dict[str, ParityTask] = {t.name: t for t in (
     _DQN_CARTPOLE.scaled("dqn-cartpole-quick", 2048, 512, 2),
     _PPO_CARTPOLE.scaled("ppo-cartpole-quick", 2048, 512, 2),
-    _TD3_PENDULUM.scaled("td3-pendulum-quick", 1400, 700, 1),
+    _TD3_PENDULUM.scaled("td3-pendulum-quick", 800, 400, 1),
 )}

@@ -1,6 +1,6 @@
 """One rank of tests/engine/test_data_parallel.py, run by torchrun:
 
-    torchrun --standalone --nproc_per_node=2 data_parallel_worker.py learners|out_of_step OUT_DIR
+    torchrun --standalone --nproc_per_node=2 data_parallel_worker.py OUT_DIR
 
 Each rank builds its policies with its own seed (so its own initial weights), learns on its own
 batches, and writes what it ended with (or the error it raised) to OUT_DIR/rank<r>.pt."""
@@ -55,7 +55,8 @@ def dqn(seed, hidden=(16, 16)):
 
 def learners(out):
     """DQN (three steps on this rank's own 8 rows each), SAC (two fused-Adam optimizers and
-    alpha's), and the run-folder writers this rank makes."""
+    alpha's), PPO (a running normaliser, the approx-KL stop), the run-folder writers this rank
+    makes, and networks that differ across the ranks."""
     rank = get_rank()
     policy = dqn(seed=10 + rank)
     for step in range(3):
@@ -81,13 +82,15 @@ def learners(out):
                     "log_alpha": sac.log_alpha.detach().clone()},
             "ppo": ppo.model.state_dict(), "ppo_updates": [st["n_updates"] for st in ppo_stats],
             "ppo_kl": [st["approx_kl"] for st in ppo_stats],
+            "out_of_step": out_of_step(),
             # each writer's type, and whether it keeps the contract of the writer it stands for
             "writers": [(type(w).__name__, contract_of(w) == contract_of(cls))
                         for w, cls in zip(writers, (CkptSaver, OnlineLogger))]}
 
 
 def out_of_step():
-    """The ranks' networks differ in size."""
+    """The ranks' networks differ in size: both ranks raise, after the same exchange, so they
+    stay in step for what follows."""
     try:
         dqn(seed=0, hidden=(16,) if get_rank() == 0 else (32,)).learn_mode
     except RuntimeError as err:
@@ -96,7 +99,6 @@ def out_of_step():
 
 
 if __name__ == "__main__":
-    mode, out = sys.argv[1], sys.argv[2]
+    out = sys.argv[1]
     with DDPContext(timeout_s=60):
-        result = learners(out) if mode == "learners" else out_of_step()
-        torch.save(result, f"{out}/rank{get_rank()}.pt")
+        torch.save(learners(out), f"{out}/rank{get_rank()}.pt")
