@@ -4,7 +4,7 @@ from .buffer_io import (concat_steps, data_pusher, nstep_reward_enhancer, offlin
                         offpolicy_data_fetcher, priority_calculator)
 from .ckpt import (CkptSaver, NonFiniteStateError, final_ctx_saver, load_checkpoint,
                    restore_checkpoint)
-from .collector import EpisodeCollector, StepCollector, inferencer, rolloutor
+from .collector import EpisodeCollector, StepCollector, StepCollectorAsync, inferencer, rolloutor
 from .evaluator import envpool_evaluator, evaluate_episodes, interaction_evaluator
 from .exchange import (ContextExchanger, Exchange, ModelExchanger, context_exchanger,
                        model_exchanger)
@@ -39,6 +39,7 @@ __all__ = [
     "PerEnvStep",
     "SequenceAdding",
     "StepCollector",
+    "StepCollectorAsync",
     "WandbSink",
     "concat_steps",
     "context_exchanger",

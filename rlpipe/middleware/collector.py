@@ -9,6 +9,7 @@ sequences.
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
@@ -21,7 +22,10 @@ from ._acting import Acting, EnvCursor, check_cursor, shared_cursor
 from ._make_acting import make_acting
 from ._cfg import setting
 
-__all__ = ["EnvCursor", "EpisodeCollector", "StepCollector", "inferencer", "rolloutor"]
+log = logging.getLogger(__name__)
+
+__all__ = ["EnvCursor", "EpisodeCollector", "StepCollector", "StepCollectorAsync", "inferencer",
+           "rolloutor"]
 
 
 def inferencer(seed: Optional[int], policy: Any, env: Any, cursor: Optional[EnvCursor] = None,
@@ -172,6 +176,17 @@ class StepCollector:
 
     def close(self) -> None:
         self.env.close()
+
+
+def StepCollectorAsync(cfg: Any, policy: Any, env: Any,  # noqa: N802 (DI-engine's name)
+                       random_collect_size: Optional[int] = None) -> StepCollector:
+    """DI-engine's collector for an EnvPool manager in EnvPool's asynchronous mode, where each
+    step returns a batch of `collector_batch_size` envs rather than all of them. rlpipe's
+    EnvPool `EnvManager` steps every env at every step, so this is `StepCollector(cfg,
+    policy, env, random_collect_size)`, and it says so once in the log."""
+    log.info("StepCollectorAsync: rlpipe's EnvManager (mode='envpool' too) steps every env at "
+             "every step; collecting with StepCollector")
+    return StepCollector(cfg, policy, env, random_collect_size=random_collect_size)
 
 
 @contract(reads=("collect_kwargs", "env_step", "env_episode", "total_step"),

@@ -264,6 +264,11 @@ class Policy(abc.ABC):
                 f"statistics; pass metric_list=None to wandb_online_logger to send them all")
         return list(self.learn_stats)
 
+    def _monitor_vars_learn(self) -> List[str]:
+        """DI-engine's older name for `monitor_vars()` (its EnvPool scripts pass
+        `metric_list=policy._monitor_vars_learn()` to `wandb_online_logger`)."""
+        return self.monitor_vars()
+
     @classmethod
     def config_schema(cls) -> EasyDict:
         """Every key a policy section may hold, with its default: `default_config()` plus

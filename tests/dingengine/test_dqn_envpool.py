@@ -19,9 +19,10 @@ from rlpipe.contexts import OnlineRLContext
 from rlpipe.data import ReplayBuffer
 from rlpipe.envs import EnvManager
 from rlpipe.middleware import (ContextExchanger, ModelExchanger, OffPolicyLearner, StepCollector,
-                               data_pusher, envpool_evaluator, epoch_timer, eps_greedy_handler,
-                               interaction_evaluator, nstep_reward_enhancer, online_logger,
-                               read_metrics, termination_checker)
+                               StepCollectorAsync, data_pusher, envpool_evaluator, epoch_timer,
+                               eps_greedy_handler, interaction_evaluator, nstep_reward_enhancer,
+                               online_logger, read_metrics, termination_checker,
+                               wandb_online_logger)
 from rlpipe.models import QNetwork
 from rlpipe.policies import DQNPolicy
 from rlpipe.zoo import get_entry
@@ -141,6 +142,69 @@ def dqn_envpool_nstep_main(cfg, async_mode=False):
     return policy, buffer_
 
 
+def dqn_nstep_envpool_main(cfg, async_mode=False):
+    """DI-engine's dqn_nstep_envpool.py `main(cfg)`, in its order: `StepCollectorAsync` (rlpipe's
+    `StepCollector`: its pool steps every env each step), 3-step returns, `online_logger` and
+    `wandb_online_logger` over `policy._monitor_vars_learn()`; `termination_checker` takes the
+    test's budget instead of 10M env steps. Returns the policy and the buffer."""
+    logging.getLogger().setLevel(logging.INFO)
+    ding_init(cfg)
+    with task.start(async_mode=async_mode, ctx=OnlineRLContext()):
+        collector_env = EnvManager(cfg.env.id, n_envs=cfg.env.n_envs, seed=cfg.seed,
+                                   mode="envpool", env_kwargs=cfg.env.env_kwargs)
+        evaluator_env = EnvManager(cfg.env.id, n_envs=cfg.env.eval_n_envs, seed=cfg.seed,
+                                   mode="envpool", env_kwargs=cfg.env.eval_env_kwargs)
+        set_pkg_seed(cfg.seed, use_cuda=False)
+
+        model = QNetwork(collector_env.observation_space, collector_env.action_space.n,
+                         **cfg.policy.model)
+        buffer_ = ReplayBuffer(cfg.replay.capacity)
+        policy = DQNPolicy(cfg.policy, model=model)
+
+        # Consider the case with multiple processes
+        if task.router.is_active:
+            if task.router.node_id == 0:
+                task.add_role(task.role.LEARNER)
+            elif task.router.node_id == 1:
+                task.add_role(task.role.EVALUATOR)
+            else:
+                task.add_role(task.role.COLLECTOR)
+
+            # Sync their context and model between each worker.
+            task.use(ContextExchanger(skip_n_iter=1))
+            task.use(ModelExchanger(model))
+        task.use(epoch_timer())
+        task.use(interaction_evaluator(cfg, policy.eval_mode, evaluator_env))
+        task.use(eps_greedy_handler(cfg))
+        task.use(
+            StepCollectorAsync(
+                cfg,
+                policy.collect_mode,
+                collector_env,
+                random_collect_size=cfg.policy.random_collect_size if hasattr(cfg.policy, 'random_collect_size') else 0,
+            )
+        )
+        task.use(nstep_reward_enhancer(cfg))
+        task.use(data_pusher(cfg, buffer_))
+        task.use(OffPolicyLearner(cfg, policy.learn_mode, buffer_))
+        task.use(online_logger(train_show_freq=10))
+        task.use(
+            wandb_online_logger(
+                metric_list=policy._monitor_vars_learn(),
+                model=policy._model,
+                exp_config=cfg,
+                anonymous=True,
+                project_name=cfg.exp_name,
+                wandb_sweep=False,
+            )
+        )
+        task.use(termination_checker(max_env_step=cfg.max_env_step))
+        task.run()
+    collector_env.close()
+    evaluator_env.close()
+    return policy, buffer_
+
+
 @MODES
 def test_dqn_envpool_example_trains_on_envpool_frames(tmp_path, async_mode):
     cfg = pong_cfg(tmp_path / "run")
@@ -188,3 +252,20 @@ def test_dingengine_envpool_learners_are_refused_naming_off_policy_learner(name)
 def test_epoch_timer_arguments_are_checked():
     with pytest.raises(ValueError, match="print_per=0"):
         epoch_timer(print_per=0)
+
+
+@MODES
+def test_dqn_nstep_envpool_runs_as_written_and_sends_its_rows_to_wandb(tmp_path, monkeypatch,
+                                                                      async_mode):
+    wandb = pytest.importorskip("wandb")
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    cfg = pong_cfg(tmp_path / "run")
+    cfg.policy.learn.nstep = 3
+    cfg.exp_name = "Pong-v5-DQN-envpool-standard"  # the script sets it (with a timestamp)
+    policy, buffer_ = dqn_nstep_envpool_main(cfg, async_mode)
+    wandb.teardown()  # wait for W&B's service to write its files
+    assert "discount" in buffer_.sample(4) and policy.train_iter > 0
+    assert policy._monitor_vars_learn() == policy.monitor_vars()
+    runs = list((tmp_path / "run" / "wandb").glob("offline-run-*/run-*.wandb"))
+    assert len(runs) == 1 and b"train/loss" in runs[0].read_bytes()
+    assert any("train/loss" in row for row in read_metrics(cfg.run_dir))  # online_logger's

@@ -32,7 +32,9 @@ def test_every_exported_middleware_is_in_the_table():
                "ContextExchanger", "ModelExchanger", "context_exchanger", "model_exchanger",
                # offline_logger with a W&B sink, and online_logger's rows to W&B only: the
                # contract of online_logger
-               "wandb_offline_logger", "wandb_online_logger"}
+               "wandb_offline_logger", "wandb_online_logger",
+               # DI-engine's name for StepCollector over EnvPool (it builds a StepCollector)
+               "StepCollectorAsync"}
     for name in mw.__all__:
         if name not in helpers:
             assert f"`{name}(" in listed, f"{name} is exported but missing from the table"
