@@ -26,6 +26,10 @@ Inside the context:
   decided to stop after its learn steps) is seen at the others' next exchange: they average no
   more and end their runs after that iteration. Leaving the context waits for every rank, so
   no rank waits forever on one that stopped.
+- a peer that dies (kill -9, out of memory) is seen at the next exchange: the others end their
+  runs after that iteration, checkpointed, and `PeerLost` names the cause when they leave the
+  context. SIGTERM (what torchrun sends the other ranks when one fails) and SIGINT end the run
+  after the current iteration too, checkpointed, with exit status 143 / 130.
 
 Every rank must make the same learn steps in the same order (as the same script on the same
 schedule does); a rank whose gradients do not match the others' in size raises an error that
@@ -39,12 +43,14 @@ import datetime
 import logging
 import math
 import os
+import signal
+import threading
 from typing import Any, List, Optional, Sequence
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DDPContext", "average_gradients", "get_rank", "get_world_size", "is_main_rank",
-           "join", "mean_across_ranks", "pooled_moments", "to_ddp_config"]
+__all__ = ["DDPContext", "PeerLost", "average_gradients", "get_rank", "get_world_size",
+           "is_main_rank", "join", "mean_across_ranks", "pooled_moments", "to_ddp_config"]
 
 _group: Optional["_Group"] = None  # the ranks of the DDPContext this process is in (world > 1)
 # The tensor of the last exchange, referenced until the process exits. Gloo's worker thread
@@ -55,27 +61,51 @@ _last_exchanged: Any = None
 
 
 class _Group:
-    """This process's place among the ranks, and whether a peer has stopped."""
+    """This process's place among the ranks, and whether a peer has stopped or been lost."""
 
     def __init__(self, rank: int, world: int) -> None:
         self.rank = rank
         self.world = world
         self.peer_stopped = False  # a peer has left: no more averaging
+        self.lost: Optional[str] = None  # why a peer cannot be reached (its process died, say)
+
+    def exchange(self, collective: Any, tensor: Any, what: str, *args: Any) -> bool:
+        """`collective(tensor, *args)` (`dist.all_reduce`, `dist.broadcast`) among the ranks:
+        True when it completed; False when a peer could not be reached (its process died, or it
+        did not answer within the group's timeout). A lost peer makes this rank average no more
+        and end its run after the current iteration, so its checkpoint saver still writes the
+        weights it holds; `DDPContext` then raises `PeerLost` on leaving."""
+        global _last_exchanged
+        if self.lost is not None:
+            return False
+        _last_exchanged = tensor
+        try:
+            collective(tensor, *args)
+        except RuntimeError as err:  # gloo: "Connection closed by peer", "Timed out ..."
+            self.peer_stopped = True
+            self.lost = _first_line(err)
+            log.warning("data-parallel rank %d: a peer cannot be reached during %s (%s); this "
+                        "rank ends its run after this iteration, learning on its own gradients "
+                        "until then", self.rank, what, self.lost)
+            self._end_run(_running_task(), "a data-parallel peer was lost")
+            return False
+        return True
 
     def round(self, size: int, what: str) -> bool:
         """One control exchange before a collective of `size` numbers (of `what`, named in the
         error when the sizes differ): True when every rank is in it with the same size; False
-        when a peer has stopped. Sending size and size² lets each rank check that all sizes are
-        equal (their variance is zero) in one exchange. Each rank also says whether its run is
-        in its last iteration; a rank told that a peer's is ends its run after this iteration
-        too, so the ranks stop together with the same weights."""
+        when a peer has stopped or is lost. Sending size and size² lets each rank check that all
+        sizes are equal (their variance is zero) in one exchange. Each rank also says whether
+        its run is in its last iteration; a rank told that a peer's is ends its run after this
+        iteration too, so the ranks stop together with the same weights."""
         import torch
         import torch.distributed as dist
 
         task = _running_task()
         finishing = 1.0 if task is not None and task.finish else 0.0
         ctrl = torch.tensor([1.0, size, float(size) * size, finishing], dtype=torch.float64)
-        dist.all_reduce(ctrl)
+        if not self.exchange(dist.all_reduce, ctrl, what):
+            return False
         active, total, squares, finishing_ranks = ctrl.tolist()
         if active < self.world:
             if not self.peer_stopped:
@@ -94,21 +124,32 @@ class _Group:
             self._end_run(task)
         return True
 
-    def _end_run(self, task: Any) -> None:
+    def _end_run(self, task: Any, reason: str = "a data-parallel peer ended its run") -> None:
         if task is not None and not task.finish:
-            task.end_run("a data-parallel peer ended its run")
+            task.end_run(reason)
 
     def drain(self) -> None:
-        """Answer the peers' control exchanges as stopped until every rank has stopped."""
+        """Answer the peers' control exchanges as stopped until every rank has stopped (or a
+        peer is lost: nothing is left to wait for)."""
         import torch
         import torch.distributed as dist
 
-        global _last_exchanged
-        while True:
-            ctrl = _last_exchanged = torch.zeros(4, dtype=torch.float64)
-            dist.all_reduce(ctrl)
+        while self.lost is None:
+            ctrl = torch.zeros(4, dtype=torch.float64)
+            if not self.exchange(dist.all_reduce, ctrl, "the ranks' last exchange"):
+                return
             if ctrl[0].item() == 0.0:
                 return
+
+
+def _first_line(err: Exception) -> str:
+    """The first sentence of `err`'s message, without gloo's source location
+    ("[.../pair.cc:553] Connection closed by peer [127.0.0.1]:11690. This is typically ...")."""
+    text = str(err).strip()
+    line = text.splitlines()[0] if text else repr(err)
+    if line.startswith("[") and "] " in line:
+        line = line[line.index("] ") + 2:]
+    return line.split(". ")[0]
 
 
 def _running_task() -> Any:
@@ -131,11 +172,25 @@ def _torchrun_world() -> int:
     return world
 
 
+class PeerLost(RuntimeError):
+    """A rank of a `DDPContext` could not reach a peer mid-run (its process died, or it did not
+    answer within the timeout). Raised when this rank leaves the context, after its run ended
+    with that iteration (its checkpoint saver wrote the weights it held)."""
+
+
 class DDPContext:
     """Join the ranks `torchrun` started (see the module's doc) in a gloo process group, left
     again on exit after every rank has stopped. Outside torchrun (no WORLD_SIZE, or 1) it does
     nothing. `timeout_s` bounds how long a collective waits for a peer before it fails (torch's
     default: 30 minutes).
+
+    Faults: a peer that dies mid-run (kill -9, out of memory) is seen at this rank's next
+    exchange; this rank ends its run after that iteration, its checkpoint saver writes the
+    weights it holds (rank 0 writes the run folder), and leaving the context raises `PeerLost`
+    naming the cause. SIGTERM or SIGINT inside the context (torchrun sends SIGTERM to every
+    rank when one fails; Ctrl-C sends SIGINT) also ends the run after the current iteration,
+    with its checkpoint, and leaving the context then exits with 128 + the signal's number
+    (143, 130); a second one aborts at once.
 
     Gloo exchanges CPU tensors (the control numbers each exchange starts with are CPU tensors),
     and carries the gradients of a learner on a GPU too; nccl, GPU tensors only, is not used."""
@@ -146,6 +201,8 @@ class DDPContext:
             raise ValueError(f"DDPContext(timeout_s={timeout_s!r}): seconds > 0")
         self.timeout_s = float(timeout_s)
         self._owns_group = False
+        self._signals: dict = {}  # the handlers this context replaced, restored on exit
+        self._received: Optional[int] = None  # the first SIGTERM / SIGINT
 
     def __enter__(self) -> "DDPContext":
         global _group
@@ -173,9 +230,22 @@ class DDPContext:
         _group = _Group(dist.get_rank(), dist.get_world_size())
         log.info("DDPContext: rank %d of %d (%s)", _group.rank, _group.world,
                  dist.get_backend())
+        if threading.current_thread() is threading.main_thread():
+            self._signals = {s: signal.signal(s, self._on_signal)
+                             for s in (signal.SIGTERM, signal.SIGINT)}
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
+        task = _running_task()
+        if self._received is not None or task is None:
+            raise SystemExit(128 + signum)  # a second signal, or none of a run to finish
+        self._received = signum
+        log.warning("data-parallel rank %d: %s: finishing the current iteration and "
+                    "checkpointing (again to abort)", get_rank(), name)
+        task.end_run(f"stopped by {name}")
+
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
         global _group
         group, _group = _group, None
         if group is None:
@@ -188,6 +258,18 @@ class DDPContext:
             if self._owns_group:
                 dist.destroy_process_group()
                 self._owns_group = False
+            for s, handler in self._signals.items():
+                signal.signal(s, handler)
+            self._signals = {}
+        if exc_type is not None:
+            return
+        if group.lost is not None:
+            raise PeerLost(f"data-parallel rank {group.rank}: a peer could not be reached mid-run "
+                           f"({group.lost}); this rank ended its run after that iteration, and "
+                           f"its checkpoint saver wrote the weights it held (rank 0's run "
+                           f"folder). See the peer's own output for why it stopped")
+        if self._received is not None:
+            raise SystemExit(128 + self._received)
 
 
 def get_rank() -> int:
@@ -305,7 +387,8 @@ def _broadcast_from_rank0(group: _Group, tensors: Sequence[Any]) -> None:
         # on the CPU, in float64 (exact for every float type): a policy's networks may live
         # on different devices (an acting copy on the CPU beside a learner on a GPU)
         flat = torch.cat([t.detach().reshape(-1).to("cpu", torch.float64) for t in tensors])
-        dist.broadcast(flat, 0)
+        if not group.exchange(dist.broadcast, flat, "rank 0's networks", 0):
+            return
         offset = 0
         for t in tensors:
             n = t.numel()
@@ -343,7 +426,8 @@ def _average(optimizer: Any) -> None:
         return
     with torch.no_grad():
         flat = torch.cat([g.reshape(-1) for g in grads])
-        dist.all_reduce(flat)
+        if not group.exchange(dist.all_reduce, flat, "the gradients"):
+            return
         flat.div_(group.world)
         for g, piece in zip(grads, flat.split([g.numel() for g in grads])):
             g.copy_(piece.view_as(g))
@@ -361,7 +445,8 @@ def mean_across_ranks(value: Any, what: str) -> Any:
     import torch.distributed as dist
 
     total = torch.tensor([float(value)], dtype=torch.float64)
-    dist.all_reduce(total)
+    if not group.exchange(dist.all_reduce, total, what):
+        return value
     return total.item() / group.world
 
 
@@ -380,7 +465,8 @@ def pooled_moments(n: int, mean: Any, var: Any) -> Any:
         mean, var = torch.zeros_like(mean), torch.zeros_like(var)
     sums = torch.cat([torch.tensor([float(n)], dtype=torch.float64, device=mean.device),
                       (n * mean).reshape(-1), (n * (var + mean * mean)).reshape(-1)])
-    dist.all_reduce(sums)
+    if not group.exchange(dist.all_reduce, sums, "the batch statistics"):
+        return n, mean, var
     total = int(sums[0].item())
     if total == 0:
         return 0, mean, var

@@ -10,6 +10,8 @@ where CONFIG.json is a plain run config (`get_entry("cartpole-dqn").resolve()` w
 changes); each rank writes what it ended with to OUT_DIR/rank<r>.pt for the test to compare."""
 import json
 import logging
+import os
+import signal
 import sys
 
 import torch
@@ -24,6 +26,15 @@ from rlpipe.middleware import (CkptSaver, ModelExchanger, OffPolicyLearner, Step
                                termination_checker)
 from rlpipe.models import QNetwork
 from rlpipe.policies import DQNPolicy
+
+
+def sigkill_after(train_iter):
+    """A middleware that kills its own process (SIGKILL) once the policy has made `train_iter`
+    updates: a rank lost mid-run, as the out-of-memory killer would take it."""
+    def kill(ctx):
+        if ctx.train_iter >= train_iter:
+            os.kill(os.getpid(), signal.SIGKILL)
+    return kill
 
 
 def main(main_config, out_dir):
@@ -49,6 +60,9 @@ def main(main_config, out_dir):
         task.use(data_pusher(cfg, buffer_))
         task.use(OffPolicyLearner(cfg, policy.learn_mode, buffer_))
         task.use(CkptSaver(policy, cfg.exp_name, train_freq=100))
+        doomed = (cfg.get("sigkill_at_train_iter") or {}).get(str(get_rank()))
+        if doomed:  # the fault test: this rank's process dies mid-run (kill -9)
+            task.use(sigkill_after(doomed))
         budget = cfg.get("max_env_step")  # the test's budget (one, or one per rank); the
         if isinstance(budget, list):       # example runs to the stop value
             budget = budget[get_rank()]

@@ -1,9 +1,12 @@
 """DI-engine's `apex_dqn_ddp.py` (ported in apex_dqn_ddp_port.py), run as two ranks by
 torchrun, sync and async: the ranks learn CartPole together until the evaluator reaches the
 stop value, with the same weights on both, rank 0's run folder holding the checkpoints; a rank
-that stops early ends the other's run instead of leaving it waiting."""
+that stops early ends the other's run instead of leaving it waiting; a rank killed mid-run
+leaves rank 0's run checkpointed and an error that says what happened."""
 import json
 import logging
+import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -13,8 +16,9 @@ import pytest
 import torch
 
 from rlpipe.config import to_plain
+from rlpipe.middleware import load_checkpoint
 
-from ..engine.test_data_parallel import torchrun
+from ..engine.test_data_parallel import TORCHRUN, torchrun
 from .test_example_ports import tiny_cfg
 
 PORT = Path(__file__).with_name("apex_dqn_ddp_port.py")
@@ -89,3 +93,37 @@ def test_a_rank_that_stops_ends_the_others_run(tmp_path):
     # rank 1 saw at its next gradient exchange that rank 0 had stopped, and ended its run
     assert rank1["finish_reason"] == "a data-parallel peer ended its run"
     assert rank1["env_step"] < 2_000
+
+
+def test_a_killed_rank_leaves_rank_0s_run_checkpointed_and_says_why(tmp_path):
+    cfg = port_cfg(tmp_path)
+    cfg.env.stop_value = 10_000
+    cfg.max_env_step = 1_000_000  # the loss of rank 1 ends the run, not the budget
+    cfg.sigkill_at_train_iter = {"1": 160}
+    (tmp_path / "out").mkdir()
+    (tmp_path / "cfg.json").write_text(json.dumps(to_plain(cfg)))
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("WORLD_SIZE", "RANK", "MASTER_ADDR", "MASTER_PORT")}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parents[2]),
+                                         env.get("PYTHONPATH", "")])
+    done = subprocess.run([*TORCHRUN, str(PORT), str(tmp_path / "cfg.json"),
+                           str(tmp_path / "out")], env=env, capture_output=True, text=True,
+                          timeout=240)
+    output = done.stdout + done.stderr
+    assert done.returncode != 0, output[-3000:]  # the launch reports the failure
+    # rank 0 saw the loss at its next exchange (or torchrun's SIGTERM first, in the moment
+    # between rank 1's death and rank 0's next exchange), ended its run after that iteration,
+    # wrote its final checkpoint and then said why it stopped (not a gloo traceback mid-iteration)
+    ended = ("a data-parallel peer was lost", "stopped by SIGTERM")
+    assert re.search(r"the run ended after iteration \d+: (%s)" % "|".join(ended), output)
+    assert "PeerLost: data-parallel rank 0: a peer could not be reached mid-run" in output
+    # gloo's reason, "Connection closed by peer" or "Connection reset by peer"
+    assert re.search(r"PeerLost: .*mid-run \(.*Connection \w+ by peer[^)]*\); this rank", output)
+    rank0 = torch.load(tmp_path / "out" / "rank0.pt")
+    assert rank0["finish_reason"] in ended
+    assert rank0["train_iter"] >= 160
+    final = load_checkpoint(tmp_path / "run", which="final")
+    assert final["meta"]["train_iter"] == rank0["train_iter"]
+    for name, value in final["policy"]["online"].items():
+        assert torch.equal(value, rank0["online"][name]), name
+    assert not (tmp_path / "out" / "rank1.pt").exists()
