@@ -26,11 +26,28 @@ def eval_seeds(seed: int, n: int) -> List[int]:
     return [1_000_000 + 1000 * seed + k for k in range(n)]
 
 
+def make_env(env_id: str) -> gym.Env:
+    """One env of `env_id`, as both sides train on it: a MiniGrid id as rlpipe builds it (the
+    mission text left out, the grid's true bounds), any other id from gymnasium."""
+    if env_id.startswith(("MiniGrid-", "BabyAI-")):
+        from rlpipe.envs._minigrid import make_minigrid
+
+        return make_minigrid(env_id)
+    return gym.make(env_id)
+
+
+def batch_of_one(obs: Any) -> Any:
+    """`obs` as a batch of one row (each part of a Dict observation)."""
+    if isinstance(obs, dict):
+        return {k: np.asarray(v)[None] for k, v in obs.items()}
+    return obs[None]
+
+
 class GreedyEvaluator:
     """Plays whole episodes with a greedy `act(obs) -> action` and records the curve."""
 
     def __init__(self, task: ParityTask, seed: int) -> None:
-        self.env = gym.make(task.env_id)
+        self.env = make_env(task.env_id)
         self.seeds = eval_seeds(seed, task.eval_episodes)
         self.points = task.points()
         self.curve: List[List[float]] = []  # [nominal step, actual env step, mean return]
@@ -110,7 +127,7 @@ def _run_rlpipe(task: ParityTask, seed: int, evaluator: GreedyEvaluator) -> tupl
     eval_face = made[0].eval_mode
 
     def act(obs: np.ndarray) -> Any:
-        return eval_face.forward(obs[None])["action"][0]
+        return eval_face.forward(batch_of_one(obs))["action"][0]
 
     def parity_eval(ctx: Any) -> None:
         if evaluator.due(ctx.env_step):
@@ -155,10 +172,11 @@ def _run_sb3(task: ParityTask, seed: int, evaluator: GreedyEvaluator) -> tuple:
     from stable_baselines3.common.env_util import make_vec_env
 
     algo = {"dqn": sb3.DQN, "ppo": sb3.PPO, "sac": sb3.SAC, "td3": sb3.TD3}[task.algo]
-    env = make_vec_env(task.env_id, n_envs=task.n_envs, seed=seed)
+    env = make_vec_env(lambda: make_env(task.env_id), n_envs=task.n_envs, seed=seed)
     action_dim = int(np.prod(env.action_space.shape or (1,)))
-    model = algo("MlpPolicy", env, seed=seed, device="cpu", verbose=0,
-                 **_sb3_kwargs(task, action_dim))
+    policy = ("MultiInputPolicy" if isinstance(env.observation_space, gym.spaces.Dict)
+              else "MlpPolicy")
+    model = algo(policy, env, seed=seed, device="cpu", verbose=0, **_sb3_kwargs(task, action_dim))
 
     def act(obs: np.ndarray) -> Any:
         return model.predict(obs, deterministic=True)[0]

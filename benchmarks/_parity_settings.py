@@ -57,6 +57,13 @@ SETTINGS: List[Tuple[str, str, str, str]] = [
      "Same loss: 1.0 × ½ × squared error = 0.5 × squared error. (Runs recorded before "
      "2026-11-28 had value_coef 0.5, half SB3's value gradient: their rlpipe rows were "
      "rerun.)"),
+    ("Dict observation (PPO DoorKey)", "the grid's ids scaled to [0, 1] by their largest "
+     "values (object 10, colour 5, state 2), read flat; the direction one-hot",
+     "`MultiInputPolicy`: the grid read flat as raw ids (its bounds are not 0–255, so SB3 sees "
+     "no image and does not scale it); the direction one-hot",
+     "Same network shapes (separate 64-64 tanh MLPs on the joined 151 inputs). The grid's "
+     "scale differs: rlpipe's inputs are in [0, 1], SB3's up to 10. rl-zoo itself flattens the "
+     "observation (FlatObsWrapper) and normalises it (VecNormalize); neither side does here."),
     ("SAC entropy", "auto α from 1.0 on log α, target −dim(A); log-std clamped to [−5, 2]",
      "ent_coef 'auto' from 1.0 on log α, target −dim(A); log-std clamped to [−20, 2]",
      "Clamp range differs; it binds only for near-deterministic policies. Critic loss: rlpipe "

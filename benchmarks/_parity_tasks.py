@@ -72,12 +72,14 @@ def _offpolicy(env_id: str, n_envs: int, capacity: int, min_samples: int, random
                 replay=dict(capacity=capacity, min_samples=min_samples), policy=policy)
 
 
-def _onpolicy(env_id: str, n_envs: int, policy: Dict[str, Any], budget: int) -> Dict[str, Any]:
+def _onpolicy(env_id: str, n_envs: int, policy: Dict[str, Any], budget: int,
+              mode: Optional[str] = None) -> Dict[str, Any]:
     policy = copy.deepcopy(policy)
     policy["eval"] = dict(evaluator=dict(eval_freq=10**9, n_episode=1))
-    return dict(max_env_step=budget, progress=False,
-                env=dict(id=env_id, n_envs=n_envs, eval_n_envs=1, stop_value=None),
-                policy=policy)
+    env = dict(id=env_id, n_envs=n_envs, eval_n_envs=1, stop_value=None)
+    if mode is not None:  # the env manager's mode, where "auto" would not step in this process
+        env["mode"] = mode
+    return dict(max_env_step=budget, progress=False, env=env, policy=policy)
 
 
 # --- DQN --------------------------------------------------------------------------------------
@@ -145,6 +147,34 @@ _PPO_LUNAR = ParityTask(
     sb3=dict(n_steps=1024, batch_size=64, gae_lambda=0.98, gamma=0.999, n_epochs=4,
              ent_coef=0.01, learning_rate=3e-4, vf_coef=0.5, max_grad_norm=0.5),
 )
+
+# rl-zoo MiniGrid-DoorKey-5x5-v0: 8 envs, n_steps 128, batch 64, gae_lambda 0.95, gamma 0.99,
+# n_epochs 10, ent_coef 0, lr 2.5e-4, clip 0.2, 100k steps. Both sides read the Dict observation
+# (7×7×3 grid of ids + direction, the mission text left out) with SB3's MultiInputPolicy network:
+# the grid flat and the direction one-hot into separate 64-64 tanh MLPs (rl-zoo's FlatObsWrapper
+# and VecNormalize are left out on both sides; SETTINGS says what differs).
+_PPO_DOORKEY = ParityTask(
+    name="ppo-doorkey-100k", algo="ppo", env_id="MiniGrid-DoorKey-5x5-v0", budget=100_000,
+    eval_every=10_000, eval_episodes=20, n_envs=8, requires="minigrid",
+    rlpipe=_onpolicy("MiniGrid-DoorKey-5x5-v0", 8, dict(
+        model=dict(hidden=(64, 64), activation="tanh", share_encoder=False,
+                   encoders={"image": "mlp"}),
+        learn=dict(lr=2.5e-4, epoch_per_collect=10, batch_size=64, gamma=0.99, gae_lambda=0.95,
+                   clip_ratio=0.2, entropy_coef=0.0, value_coef=1.0, grad_clip=0.5),
+        collect=dict(n_sample=1024)), 100_000, mode="sync"),
+    sb3=dict(n_steps=128, batch_size=64, gae_lambda=0.95, gamma=0.99, n_epochs=10,
+             ent_coef=0.0, learning_rate=2.5e-4, clip_range=0.2, vf_coef=0.5, max_grad_norm=0.5),
+)
+
+# The same with the three settings the `minigrid-doorkey-ppo` entry takes from rl-starter-files
+# (torch-ac) instead of rl-zoo's, on both sides: an entropy bonus of 0.01, advantages not
+# normalised, lr 7e-4 (the entry's docstring says why).
+def _doorkey_entry_settings() -> ParityTask:
+    rl = copy.deepcopy(_PPO_DOORKEY.rlpipe)
+    rl["policy"]["learn"].update(lr=7e-4, entropy_coef=0.01, adv_norm=False)
+    sb3 = dict(_PPO_DOORKEY.sb3, learning_rate=7e-4, ent_coef=0.01, normalize_advantage=False)
+    return dataclasses.replace(_PPO_DOORKEY, name="ppo-doorkey-100k-entry", rlpipe=rl, sb3=sb3)
+
 
 # --- SAC / TD3 ----------------------------------------------------------------------------------
 # rl-zoo SAC Pendulum-v1: lr 1e-3, the rest SB3's defaults (buffer 1M, learning_starts 100,
@@ -238,6 +268,8 @@ TASKS: Dict[str, ParityTask] = {**DEFAULTS, **{t.name: t for t in (
     _DQN_LUNAR,
     _PPO_CARTPOLE,
     _PPO_LUNAR,
+    _PPO_DOORKEY,
+    _doorkey_entry_settings(),
     _SAC_PENDULUM,
     _TD3_PENDULUM,
     _SAC_HOPPER,
