@@ -264,10 +264,13 @@ class DDPContext:
         if exc_type is not None:
             return
         if group.lost is not None:
+            saved = ("its checkpoint saver wrote the weights it held to the run folder"
+                     if group.rank == 0 else
+                     "rank 0 writes the run folder (were rank 0 the one lost, its last "
+                     "checkpoint there is the newest)")
             raise PeerLost(f"data-parallel rank {group.rank}: a peer could not be reached mid-run "
                            f"({group.lost}); this rank ended its run after that iteration, and "
-                           f"its checkpoint saver wrote the weights it held (rank 0's run "
-                           f"folder). See the peer's own output for why it stopped")
+                           f"{saved}. See the peer's own output for why it stopped")
         if self._received is not None:
             raise SystemExit(128 + self._received)
 
