@@ -98,6 +98,9 @@ def task_table(task: ParityTask, runs: List[Dict[str, Any]], reps: int) -> Tuple
     curves = {fw: np.array([[c[2] for c in r["curve"]] for r in rs]) for fw, rs in by_fw.items()}
     curve_point, curve_interval = iqm_intervals(curves, reps)
     walls = {fw: float(np.median([r["wall_time"] for r in rs])) for fw, rs in by_fw.items()}
+    # returns on a scale of a few units (MiniGrid's 0–1) keep two decimals, the others one
+    small = max(abs(c[2]) for rs in by_fw.values() for r in rs for c in r["curve"]) <= 10
+    digits = 2 if small else 1
 
     heads = [f"IQM return @ {int(f * task.budget):,} steps" for f in FRACTIONS] + ["IQM AUC"]
     lines = [f"### {task.name} ({task.algo.upper()} {task.env_id}, {task.budget:,} env steps)",
@@ -106,7 +109,7 @@ def task_table(task: ParityTask, runs: List[Dict[str, Any]], reps: int) -> Tuple
              "rlpipe: median per-seed ratio) |",
              "|---|---|" + "---|" * len(heads) + "---|"]
     for fw, rs in by_fw.items():
-        cells = [interval_cell(point[fw][j], interval[fw][0][j], interval[fw][1][j])
+        cells = [interval_cell(point[fw][j], interval[fw][0][j], interval[fw][1][j], digits)
                  for j in range(len(heads))]
         wall = f"{walls[fw]:.1f} s"
         if fw == "rlpipe" and "sb3" in walls:
@@ -116,7 +119,8 @@ def task_table(task: ParityTask, runs: List[Dict[str, Any]], reps: int) -> Tuple
         verdicts = [_verdict(point["rlpipe"][j], interval["sb3"][0][j], interval["sb3"][1][j])
                     for j in range(len(heads))]
         lines.append("| rlpipe vs SB3's interval | | " + " | ".join(verdicts) + " | |")
-    finals = {fw: ", ".join(f"{r['final']:.0f}" for r in rs) for fw, rs in by_fw.items()}
+    finals = {fw: ", ".join(f"{r['final']:.{2 if small else 0}f}" for r in rs)
+              for fw, rs in by_fw.items()}
     lines += [""] + [f"- final returns, {fw} (seeds {rs[0]['seed']}…{rs[-1]['seed']}): {finals[fw]}"
                      for fw, rs in by_fw.items()]
     if set(by_fw) == set(FRAMEWORKS):
