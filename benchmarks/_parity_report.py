@@ -71,6 +71,15 @@ def paired_wall_ratio(ours: List[Dict[str, Any]], theirs: List[Dict[str, Any]]) 
     return float(np.median(ratios)) if ratios else float("nan")
 
 
+def paired_cpu_ratio(ours: List[Dict[str, Any]], theirs: List[Dict[str, Any]]) -> float:
+    """Median over seeds of rlpipe's loop CPU time / SB3's for the same seed (runs recorded
+    before the harness kept CPU time have none: NaN if any run lacks it)."""
+    sb3 = {r["seed"]: r.get("cpu_time") for r in theirs}
+    ratios = [r["cpu_time"] / sb3[r["seed"]] for r in ours
+              if r.get("cpu_time") and sb3.get(r["seed"])]
+    return float(np.median(ratios)) if ratios and len(ratios) == len(ours) else float("nan")
+
+
 def _verdict(ours: float, lo: float, hi: float) -> str:
     if ours > hi:
         return "above"
@@ -124,6 +133,12 @@ def task_table(task: ParityTask, runs: List[Dict[str, Any]], reps: int) -> Tuple
     lines += [""] + [f"- final returns, {fw} (seeds {rs[0]['seed']}…{rs[-1]['seed']}): {finals[fw]}"
                      for fw, rs in by_fw.items()]
     if set(by_fw) == set(FRAMEWORKS):
+        cpu_ratio = paired_cpu_ratio(by_fw["rlpipe"], by_fw["sb3"])
+        if np.isfinite(cpu_ratio):
+            cpu = {fw: float(np.median([r["cpu_time"] for r in rs])) for fw, rs in by_fw.items()}
+            lines.append(f"- loop CPU time per run (this process's; median): rlpipe "
+                         f"{cpu['rlpipe']:.1f} s, SB3 {cpu['sb3']:.1f} s; median per-seed ratio "
+                         f"{cpu_ratio:.2f}× SB3")
         below = [f"{p:,}" for p, o, low in zip(task.points(), curve_point["rlpipe"],
                                                curve_interval["sb3"][0]) if o < low]
         lines.append("- every evaluation point, rlpipe's IQM vs SB3's interval: " + points_verdict(

@@ -5,7 +5,8 @@ evaluation at the same nominal env steps (`ParityTask.points()`), taken between 
 in rlpipe after the iteration that crossed the point, in SB3 at the next rollout start (after
 its `train()`), and once more when training ends. Each evaluation plays `eval_episodes` episodes
 in a fresh single gymnasium env reset with seeds `eval_seeds(seed, n)`, identical on both sides.
-Wall time is the training loop only: `task.run()` / `model.learn()` minus the evaluations.
+Wall time is the training loop only: `task.run()` / `model.learn()` minus the evaluations; CPU
+time (`cpu_time`, this process's, so envs stepped in other processes are not in it) the same.
 """
 from __future__ import annotations
 
@@ -52,6 +53,7 @@ class GreedyEvaluator:
         self.points = task.points()
         self.curve: List[List[float]] = []  # [nominal step, actual env step, mean return]
         self.seconds = 0.0
+        self.cpu_seconds = 0.0  # this process's CPU time in the evaluations
 
     def due(self, env_step: int) -> bool:
         """Whether the next evaluation point has been reached."""
@@ -59,7 +61,7 @@ class GreedyEvaluator:
 
     def __call__(self, act: Callable[[np.ndarray], Any], env_step: int) -> None:
         """Evaluate once and record it for every point that `env_step` has crossed."""
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         returns = []
         for s in self.seeds:
             obs, _ = self.env.reset(seed=s)
@@ -73,6 +75,7 @@ class GreedyEvaluator:
         while self.due(env_step):
             self.curve.append([self.points[len(self.curve)], env_step, value])
         self.seconds += time.perf_counter() - start
+        self.cpu_seconds += time.process_time() - cpu_start
 
     def close(self) -> None:
         self.env.close()
@@ -86,7 +89,7 @@ def run_one(framework: str, task: ParityTask, seed: int) -> Dict[str, Any]:
     evaluator = GreedyEvaluator(task, seed)
     try:
         runner = _run_rlpipe if framework == "rlpipe" else _run_sb3
-        loop_seconds, env_steps = runner(task, seed, evaluator)
+        loop_seconds, loop_cpu, env_steps = runner(task, seed, evaluator)
     finally:
         evaluator.close()
     if len(evaluator.curve) != len(task.points()):
@@ -95,7 +98,8 @@ def run_one(framework: str, task: ParityTask, seed: int) -> Dict[str, Any]:
                            f"{env_steps}); the run ended before its budget {task.budget}")
     return dict(task=task.name, framework=framework, seed=seed, curve=evaluator.curve,
                 final=evaluator.curve[-1][2], env_steps=env_steps,
-                wall_time=loop_seconds - evaluator.seconds, eval_time=evaluator.seconds)
+                wall_time=loop_seconds - evaluator.seconds, eval_time=evaluator.seconds,
+                cpu_time=loop_cpu - evaluator.cpu_seconds)
 
 
 # --- rlpipe ---------------------------------------------------------------------------------------
@@ -137,13 +141,13 @@ def _run_rlpipe(task: ParityTask, seed: int, evaluator: GreedyEvaluator) -> tupl
         with rl_task.start(async_mode=False, ctx=pipeline.ctx):
             pipeline.install(rl_task)
             rl_task.use(parity_eval)
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             rl_task.run()
-            seconds = time.perf_counter() - start
+            seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
             env_steps = rl_task.ctx.env_step
     finally:
         pipeline.close()
-    return seconds, env_steps
+    return seconds, cpu, env_steps
 
 
 # --- SB3 ------------------------------------------------------------------------------------------
@@ -192,11 +196,11 @@ def _run_sb3(task: ParityTask, seed: int, evaluator: GreedyEvaluator) -> tuple:
             return True
 
     try:
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         model.learn(total_timesteps=task.budget, callback=EvalCallback())
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
         if evaluator.due(model.num_timesteps):  # the final point, after the last train()
             evaluator(act, model.num_timesteps)
     finally:
         env.close()
-    return seconds, model.num_timesteps
+    return seconds, cpu, model.num_timesteps
