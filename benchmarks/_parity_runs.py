@@ -27,13 +27,33 @@ def eval_seeds(seed: int, n: int) -> List[int]:
     return [1_000_000 + 1000 * seed + k for k in range(n)]
 
 
-def make_env(env_id: str) -> gym.Env:
-    """One env of `env_id`, as both sides train on it: a MiniGrid id as rlpipe builds it (the
-    mission text left out, the grid's true bounds), any other id from gymnasium."""
+class ScaledGrid(gym.ObservationWrapper):
+    """A MiniGrid Dict observation whose grid of ids is scaled to [0, 1] by each id's largest
+    value, as float32: the numbers rlpipe's encoder makes of the uint8 grid, handed to SB3
+    (which reads a Box that is not a 0-255 image as it is)."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        grid = env.observation_space["image"]
+        self._inv_high = (1.0 / np.maximum(grid.high, 1)).astype(np.float32)
+        self.observation_space = gym.spaces.Dict(
+            {**env.observation_space.spaces,
+             "image": gym.spaces.Box(0.0, 1.0, grid.shape, np.float32)})
+
+    def observation(self, obs: Dict[str, Any]) -> Dict[str, Any]:
+        return {**obs, "image": obs["image"] * self._inv_high}
+
+
+def make_env(env_id: str, framework: str = "rlpipe") -> gym.Env:
+    """One env of `env_id` as `framework` trains on it: a MiniGrid id as rlpipe builds it (the
+    mission text left out, the grid's true bounds), for SB3 with the grid scaled as rlpipe's
+    encoder scales it (`ScaledGrid`), so both networks read the same numbers; any other id
+    from gymnasium."""
     if env_id.startswith(("MiniGrid-", "BabyAI-")):
         from rlpipe.envs._minigrid import make_minigrid
 
-        return make_minigrid(env_id)
+        env = make_minigrid(env_id)
+        return ScaledGrid(env) if framework == "sb3" else env
     return gym.make(env_id)
 
 
@@ -47,8 +67,8 @@ def batch_of_one(obs: Any) -> Any:
 class GreedyEvaluator:
     """Plays whole episodes with a greedy `act(obs) -> action` and records the curve."""
 
-    def __init__(self, task: ParityTask, seed: int) -> None:
-        self.env = make_env(task.env_id)
+    def __init__(self, task: ParityTask, seed: int, framework: str) -> None:
+        self.env = make_env(task.env_id, framework)
         self.seeds = eval_seeds(seed, task.eval_episodes)
         self.points = task.points()
         self.curve: List[List[float]] = []  # [nominal step, actual env step, mean return]
@@ -86,7 +106,7 @@ def run_one(framework: str, task: ParityTask, seed: int) -> Dict[str, Any]:
     if framework not in FRAMEWORKS:
         raise ValueError(f"framework {framework!r} is unknown; use one of {FRAMEWORKS}")
     torch.set_num_threads(1)
-    evaluator = GreedyEvaluator(task, seed)
+    evaluator = GreedyEvaluator(task, seed, framework)
     try:
         runner = _run_rlpipe if framework == "rlpipe" else _run_sb3
         loop_seconds, loop_cpu, env_steps = runner(task, seed, evaluator)
@@ -176,7 +196,7 @@ def _run_sb3(task: ParityTask, seed: int, evaluator: GreedyEvaluator) -> tuple:
     from stable_baselines3.common.env_util import make_vec_env
 
     algo = {"dqn": sb3.DQN, "ppo": sb3.PPO, "sac": sb3.SAC, "td3": sb3.TD3}[task.algo]
-    env = make_vec_env(lambda: make_env(task.env_id), n_envs=task.n_envs, seed=seed)
+    env = make_vec_env(lambda: make_env(task.env_id, "sb3"), n_envs=task.n_envs, seed=seed)
     action_dim = int(np.prod(env.action_space.shape or (1,)))
     policy = ("MultiInputPolicy" if isinstance(env.observation_space, gym.spaces.Dict)
               else "MlpPolicy")

@@ -59,11 +59,12 @@ SETTINGS: List[Tuple[str, str, str, str]] = [
      "rerun.)"),
     ("Dict observation (PPO DoorKey)", "the grid's ids scaled to [0, 1] by their largest "
      "values (object 10, colour 5, state 2), read flat; the direction one-hot",
-     "`MultiInputPolicy`: the grid read flat as raw ids (its bounds are not 0–255, so SB3 sees "
-     "no image and does not scale it); the direction one-hot",
-     "Same network shapes (separate 64-64 tanh MLPs on the joined 151 inputs). The grid's "
-     "scale differs: rlpipe's inputs are in [0, 1], SB3's up to 10. rl-zoo itself flattens the "
-     "observation (FlatObsWrapper) and normalises it (VecNormalize); neither side does here."),
+     "`MultiInputPolicy` on the same numbers: the harness hands SB3 the grid already scaled "
+     "(`ScaledGrid`, a float Box that SB3 reads flat); the direction one-hot",
+     "Same inputs and network shapes (separate 64-64 tanh MLPs on the joined 151 inputs). "
+     "Without `ScaledGrid` SB3 reads the raw ids (up to 10), and learned faster on DoorKey "
+     "(docs/benchmarks.md, the DoorKey section). rl-zoo flattens the observation "
+     "(FlatObsWrapper) and normalises it (VecNormalize); neither side does here."),
     ("SAC entropy", "auto α from 1.0 on log α, target −dim(A); log-std clamped to [−5, 2]",
      "ent_coef 'auto' from 1.0 on log α, target −dim(A); log-std clamped to [−20, 2]",
      "Clamp range differs; it binds only for near-deterministic policies. Critic loss: rlpipe "
