@@ -39,13 +39,14 @@ torch is imported when a function needs it: `import rlpipe` stays free of it.
 """
 from __future__ import annotations
 
+import collections
 import datetime
 import logging
 import math
 import os
 import signal
 import threading
-from typing import Any, List, Optional, Sequence
+from typing import Any, Deque, List, Optional, Sequence
 
 log = logging.getLogger(__name__)
 
@@ -53,11 +54,14 @@ __all__ = ["DDPContext", "PeerLost", "average_gradients", "get_rank", "get_world
            "is_main_rank", "join", "mean_across_ranks", "pooled_moments", "to_ddp_config"]
 
 _group: Optional["_Group"] = None  # the ranks of the DDPContext this process is in (world > 1)
-# The tensor of the last exchange, referenced until the process exits. Gloo's worker thread
-# drops its own reference to a collective's tensors just after the collective completes; were
-# that the last reference, it would take the GIL to free the Python object, and a process that
-# is shutting down by then aborts ("terminate called without an active exception").
-_last_exchanged: Any = None
+# The tensors of the last exchanges, referenced until the process exits. A gloo worker thread
+# drops its own reference to a collective's tensors just after the collective completes, which
+# under load can be after the main thread has gone on to later collectives; were that the last
+# reference, the thread would take the GIL to free the Python object, and a process that is
+# shutting down by then aborts ("terminate called without an active exception"). Gloo runs a
+# group's collectives on two worker threads by default, each holding one collective at a time,
+# so the last four cover every tensor a thread can still hold.
+_last_exchanged: Deque[Any] = collections.deque(maxlen=4)
 
 
 class _Group:
@@ -75,10 +79,9 @@ class _Group:
         did not answer within the group's timeout). A lost peer makes this rank average no more
         and end its run after the current iteration, so its checkpoint saver still writes the
         weights it holds; `DDPContext` then raises `PeerLost` on leaving."""
-        global _last_exchanged
         if self.lost is not None:
             return False
-        _last_exchanged = tensor
+        _last_exchanged.append(tensor)
         try:
             collective(tensor, *args)
         except RuntimeError as err:  # gloo: "Connection closed by peer", "Timed out ..."
