@@ -63,21 +63,14 @@ def iqm_intervals(scores: Dict[str, np.ndarray], reps: int) -> Tuple[Dict, Dict]
         np.random.set_state(saved)
 
 
-def paired_wall_ratio(ours: List[Dict[str, Any]], theirs: List[Dict[str, Any]]) -> float:
-    """Median over seeds of rlpipe's wall time / SB3's for the same seed. The two runs of a seed
-    run back to back, so a change in the machine's load mostly cancels in their ratio."""
-    sb3 = {r["seed"]: r["wall_time"] for r in theirs}
-    ratios = [r["wall_time"] / sb3[r["seed"]] for r in ours if r["seed"] in sb3]
+def paired_ratio(ours: List[Dict[str, Any]], theirs: List[Dict[str, Any]],
+                 key: str = "wall_time") -> float:
+    """Median over seeds of rlpipe's `key` ("wall_time", "cpu_time") / SB3's for the same seed.
+    The two runs of a seed run back to back, so a change in the machine's load mostly cancels
+    in their ratio. Over the seeds both sides have; NaN when there are none."""
+    sb3 = {r["seed"]: r.get(key) for r in theirs}
+    ratios = [r[key] / sb3[r["seed"]] for r in ours if r.get(key) and sb3.get(r["seed"])]
     return float(np.median(ratios)) if ratios else float("nan")
-
-
-def paired_cpu_ratio(ours: List[Dict[str, Any]], theirs: List[Dict[str, Any]]) -> float:
-    """Median over seeds of rlpipe's loop CPU time / SB3's for the same seed (runs recorded
-    before the harness kept CPU time have none: NaN if any run lacks it)."""
-    sb3 = {r["seed"]: r.get("cpu_time") for r in theirs}
-    ratios = [r["cpu_time"] / sb3[r["seed"]] for r in ours
-              if r.get("cpu_time") and sb3.get(r["seed"])]
-    return float(np.median(ratios)) if ratios and len(ratios) == len(ours) else float("nan")
 
 
 def _verdict(ours: float, lo: float, hi: float) -> str:
@@ -122,7 +115,7 @@ def task_table(task: ParityTask, runs: List[Dict[str, Any]], reps: int) -> Tuple
                  for j in range(len(heads))]
         wall = f"{walls[fw]:.1f} s"
         if fw == "rlpipe" and "sb3" in walls:
-            wall += f" ({paired_wall_ratio(by_fw['rlpipe'], by_fw['sb3']):.2f}× SB3)"
+            wall += f" ({paired_ratio(by_fw['rlpipe'], by_fw['sb3']):.2f}× SB3)"
         lines.append(f"| {fw} | {len(rs)} | " + " | ".join(cells) + f" | {wall} |")
     if set(by_fw) == set(FRAMEWORKS):
         verdicts = [_verdict(point["rlpipe"][j], interval["sb3"][0][j], interval["sb3"][1][j])
@@ -133,8 +126,9 @@ def task_table(task: ParityTask, runs: List[Dict[str, Any]], reps: int) -> Tuple
     lines += [""] + [f"- final returns, {fw} (seeds {rs[0]['seed']}…{rs[-1]['seed']}): {finals[fw]}"
                      for fw, rs in by_fw.items()]
     if set(by_fw) == set(FRAMEWORKS):
-        cpu_ratio = paired_cpu_ratio(by_fw["rlpipe"], by_fw["sb3"])
-        if np.isfinite(cpu_ratio):
+        # runs recorded before the harness kept CPU time have none: no CPU line for a mix
+        if all(r.get("cpu_time") for rs in by_fw.values() for r in rs):
+            cpu_ratio = paired_ratio(by_fw["rlpipe"], by_fw["sb3"], "cpu_time")
             cpu = {fw: float(np.median([r["cpu_time"] for r in rs])) for fw, rs in by_fw.items()}
             lines.append(f"- loop CPU time per run (this process's; median): rlpipe "
                          f"{cpu['rlpipe']:.1f} s, SB3 {cpu['sb3']:.1f} s; median per-seed ratio "
