@@ -263,7 +263,7 @@ def run_trial(study: Study, opened: Any, trial: Any) -> str:
         result = train(spec.name, seed=spec.seed, run_dir=run_dir, max_env_step=spec.budget,
                        progress=False, algo=spec.algo, env=spec.env, imports=spec.imports,
                        overrides=[*spec.overrides, *(as_override(k, v) for k, v in sets.items())])
-    except Interrupted:
+    except (Interrupted, KeyboardInterrupt):  # KeyboardInterrupt: Ctrl-C as the run started
         _write_record(run_dir, {**record, "state": "interrupted"})
         trial.set_user_attr("interrupted", True)
         opened.tell(trial, state=TrialState.FAIL)

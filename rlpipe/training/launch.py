@@ -3,7 +3,7 @@
 `launch` makes or claims the folder (a new run), writes config.json and attaches log.txt, runs
 the job (in this process, distributed or as a hub's learner: `run_job`) under a graceful stop on
 SIGINT/SIGTERM, and on failure records the error in the log, or, for a new run that failed
-before its first iteration, leaves no half-made folder."""
+or was interrupted before its first iteration, leaves no half-made folder."""
 from __future__ import annotations
 
 import contextlib
@@ -48,28 +48,32 @@ def launch(job: Job, cfg: Any, *, run_name: str, run_dir: Optional[str] = None,
 
 def _write_and_run(job: Job, cfg: Any, ray_address: Optional[str], hub: Optional[str],
                    fresh: bool, created: bool) -> Dict[str, Any]:
-    """config.json and log.txt, then the job. A `fresh` run (not a resume) that fails before
-    its first iteration leaves no half-made folder (`created`: this run made it); a run that
-    fails later records the error in its log.txt."""
+    """config.json and log.txt, then the job. A `fresh` run (not a resume) that fails, or is
+    stopped by a Ctrl-C that comes before the graceful stop is in place, before its first
+    iteration leaves no half-made folder (`created`: this run made it); a run that fails
+    later records the error in its log.txt."""
     # imported at call time: the tests stand a full or read-only disk in for these two
     from rlpipe.runs.create import attach_log_file, write_config
 
     os.makedirs(cfg.run_dir, exist_ok=True)
-    write_config(cfg.run_dir, job.name, cfg)
-    handler = attach_log_file(cfg.run_dir)
-    log.info("%s: run folder %s", job.name, cfg.run_dir)
     result: Optional[Dict[str, Any]] = None
+    handler, logging_to_folder = None, False
     failed, keep = False, True
     try:
+        write_config(cfg.run_dir, job.name, cfg)
+        handler, logging_to_folder = attach_log_file(cfg.run_dir), True
+        log.info("%s: run folder %s", job.name, cfg.run_dir)
         with graceful_stop():
             result = run_job(job, cfg, ray_address, hub)
         return result
     except Interrupted as stop:  # the run ended cleanly: its folder and summary go with it
         raise Interrupted(stop.signum, cfg.run_dir, result) from None
-    except Exception as exc:
+    except (Exception, KeyboardInterrupt) as exc:  # Ctrl-C before the graceful stop, or twice
         failed = True
         keep = not fresh or started(cfg.run_dir)
-        if keep:
+        if keep and logging_to_folder and isinstance(exc, KeyboardInterrupt):
+            log.error("the run was aborted by Ctrl-C; --resume goes on from its newest checkpoint")
+        elif keep and logging_to_folder:
             log.error("the run failed: %s: %s", type(exc).__name__, exc)
         raise
     finally:

@@ -164,6 +164,10 @@ def test_read_only_parent_folder(capsys, tmp_path):
         parent.chmod(0o700)
 
 
+def _no_timestamp_folder(runs: pathlib.Path) -> bool:
+    return not runs.exists() or not any(runs.iterdir())
+
+
 def test_full_disk_before_the_first_iteration_leaves_no_timestamp_folder(capsys, tmp_path,
                                                                          monkeypatch):
     import rlpipe.runs.create as run_module
@@ -176,7 +180,24 @@ def test_full_disk_before_the_first_iteration_leaves_no_timestamp_folder(capsys,
     err = _one_line_exit_2(["train", "cartpole-dqn"] + SMALL, capsys)
     assert "no space left on device while writing" in err and "config.json" in err
     assert "free space and run again" in err  # nothing was left to resume
-    assert list((tmp_path / "runs" / "cartpole-dqn").iterdir()) == []
+    assert _no_timestamp_folder(tmp_path / "runs" / "cartpole-dqn")
+
+
+def test_ctrl_c_before_the_first_iteration_leaves_no_timestamp_folder(capsys, tmp_path,
+                                                                      monkeypatch):
+    # before the graceful stop is in place, Ctrl-C is a plain KeyboardInterrupt
+    import rlpipe.runs.create as run_module
+
+    attach = run_module.attach_log_file
+
+    def ctrl_c(run_dir):
+        attach(run_dir)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_module, "attach_log_file", ctrl_c)
+    assert main(["train", "cartpole-dqn"] + SMALL) == 130
+    assert capsys.readouterr().err.strip().splitlines()[-1] == "rlpipe: interrupted"
+    assert _no_timestamp_folder(tmp_path / "runs" / "cartpole-dqn")
 
 
 def test_full_disk_mid_run_keeps_the_run_and_says_which_folder(capsys, tmp_path, monkeypatch):

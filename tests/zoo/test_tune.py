@@ -211,3 +211,26 @@ def test_a_trial_left_running_by_a_killed_tune_is_marked_failed_and_tried_again(
     assert retry.number == 1 and counted(opened) == (0, 1)
     assert retry.suggest_float("learning_rate", 1e-5, 0.002, log=True) == \
         trials[0].params["learning_rate"]
+
+
+def test_ctrl_c_as_a_trial_starts_marks_it_interrupted_and_tried_again(tmp_path, capsys,
+                                                                        monkeypatch):
+    # Ctrl-C between the trial's config.json and the run's graceful stop arrives as a plain
+    # KeyboardInterrupt, not `Interrupted`: the trial is recorded the same way
+    import rlpipe.training as training
+
+    def started_then_ctrl_c(*args, run_dir, **kwargs):
+        os.makedirs(run_dir)
+        open(os.path.join(run_dir, "config.json"), "w").close()
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(training, "train", started_then_ctrl_c)
+    out = str(tmp_path / "tune")
+    assert main(["tune", "cartpole-ppo", "--trials", "2", "--budget", "512", "--out", out,
+                 "--space", _space(tmp_path), "--no-progress"]) == 130
+    assert "rerun the same command" in capsys.readouterr().err
+    record = json.loads(open(os.path.join(out, "trials", "trial-0000", "tune.json")).read())
+    assert record["state"] == "interrupted"
+    first, retry = _trials(out)
+    assert first.state.name == "FAIL" and first.user_attrs["interrupted"]
+    assert retry.state.name == "WAITING" and retry.user_attrs["retry_of"] == 0
