@@ -82,6 +82,26 @@ class Node:
                                      start_new_session=True)
         self.seen: Dict[int, str] = {}
 
+    def wait_listening(self, port: int, timeout: float = 120.0) -> None:
+        """Until the head node accepts connections on `port`; fails with `ray start`'s own
+        output when it exits or the time runs out (Ray starts slowly on a loaded machine)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), 1).close()
+                return
+            except OSError:
+                pass
+            exited = self.proc.poll()
+            if exited is not None or time.monotonic() > deadline:
+                self.log.flush()
+                with open(os.path.join(self.temp_dir, "ray_start.log")) as f:
+                    tail = f.read()[-3000:]
+                what = (f"exited with {exited}" if exited is not None
+                        else f"did not listen on port {port} within {timeout:.0f} s")
+                raise AssertionError(f"the head node {what}; ray start printed:\n{tail}")
+            time.sleep(0.3)
+
     def snapshot(self) -> Dict[int, str]:
         self.seen.update(tree(self.proc.pid))
         return self.seen

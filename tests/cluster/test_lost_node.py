@@ -87,11 +87,7 @@ def two_nodes(tmp_path: Path
         # the head holds the learner, collector 0 and the evaluator (1 CPU each)
         nodes.append(Node(ray_bin, env, str(temp[0]), port, head=True, num_cpus=3,
                           resources='{"head_node": 1}'))
-        deadline = time.monotonic() + 30
-        while subprocess.run([sys.executable, "-c", "import socket; socket.create_connection("
-                              f"('127.0.0.1', {port}), 1)"], capture_output=True).returncode:
-            assert time.monotonic() < deadline, "the head node did not start within 30 s"
-            time.sleep(0.3)
+        nodes[0].wait_listening(port)
         second_node()
         yield nodes, second_node, env, port
     finally:

@@ -96,9 +96,7 @@ def test_two_nodes_serve_trainer_workers(tmp_path: Path) -> None:
     cli_procs: List[subprocess.Popen] = []
     try:
         nodes.append(Node(ray_bin, env, str(temp[0]), port, head=True))
-        wait_for("head node", lambda: subprocess.run(
-            [sys.executable, "-c", f"import socket; socket.create_connection(('127.0.0.1', {port}), 1)"],
-            capture_output=True).returncode == 0, 30, log)
+        nodes[0].wait_listening(port)
         nodes.append(Node(ray_bin, env, str(temp[1]), port, head=False,
                           resources='{"worker_node": 1}'))
         served = subprocess.run(cli(serve), env=env, capture_output=True, text=True, timeout=60)
