@@ -3,17 +3,19 @@
 The blocks of one file run in order in one namespace, in a temporary working directory.
 A block fenced as ```python no-run is shown but not executed (for commands that need a cluster
 or a long run); keep those rare. In ```bash blocks (not marked no-run) every line that starts
-with `rlpipe ` is run, in order, in the same temporary directory, and must exit 0.
+with `rlpipe ` is run, in order, in the same temporary directory, and must exit 0: through
+`rlpipe.cli.main`, what the `rlpipe` command calls, in this process (a new interpreter per line
+would spend seconds importing torch each time).
 """
 from __future__ import annotations
 
 import pathlib
 import re
 import shlex
-import subprocess
-import sys
 
 import pytest
+
+from rlpipe.cli import main
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOC_FILES = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
@@ -55,9 +57,8 @@ def test_doc_examples_run(path, tmp_path, monkeypatch):
     # offline data sets of the examples go to this test's folder, never to ~/.minari
     monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
     for line in cli_lines(path):
-        argv = [sys.executable, "-m", "rlpipe.cli", *shlex.split(line)[1:]]
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, f"{path.name}: `{line}` failed:\n{done.stderr[-2000:]}"
+        code = main(shlex.split(line)[1:])
+        assert code == 0, f"{path.name}: `{line}` exited with {code} (its error is above)"
     namespace: dict = {"__name__": "__main__"}
     for line, code in blocks:
         compiled = compile(code, f"{path.relative_to(ROOT)}:{line}", "exec")
