@@ -12,6 +12,7 @@ from __future__ import annotations
 import pathlib
 import re
 import shlex
+import sys
 
 import pytest
 
@@ -59,6 +60,8 @@ def test_doc_examples_run(path, tmp_path, monkeypatch):
     for line in cli_lines(path):
         code = main(shlex.split(line)[1:])
         assert code == 0, f"{path.name}: `{line}` exited with {code} (its error is above)"
+        if "wandb" in sys.modules:  # W&B keeps settings per process, as a new `rlpipe` would not
+            sys.modules["wandb"].teardown()
     namespace: dict = {"__name__": "__main__"}
     for line, code in blocks:
         compiled = compile(code, f"{path.relative_to(ROOT)}:{line}", "exec")
