@@ -133,7 +133,7 @@ LAYER_OF = {"contexts": 0, "engine": 1, "data": 2, "envs": 2, "models": 3, "poli
             "middleware": 4, "pipelines": 5, "zoo": 6, "training": 7, "tools": 7, "cli": 8}
 #: Root helpers any layer may use; they import none of middleware, pipelines or the layers above.
 HELPERS = {"_script", "_threads", "config", "config_checks", "data_parallel", "mask_layout",
-           "runs", "schema", "standard_defaults"}
+           "random_streams", "runs", "schema", "standard_defaults"}
 
 
 def _part(module: str) -> str:

@@ -6,6 +6,8 @@ from typing import Any, Dict, Mapping, Optional
 
 import numpy as np
 
+from rlpipe.random_streams import REPLAY, numpy_rng, seed_or_draw
+
 from ._locked import PicklesWithoutLock
 from ._schedule import UpdateSchedule
 from ._serialize import load_state, save_state
@@ -45,9 +47,9 @@ class ReplayBuffer(PicklesWithoutLock):
         self._pos = 0
         self._size = 0
         self._pushes = 0
-        if seed is None:  # from NumPy's global RNG: a script seeded with set_pkg_seed repeats
-            seed = int(np.random.randint(2**62, dtype=np.int64))
-        self._rng = np.random.default_rng(seed)
+        # the sampling stream of `seed` (env 0, seeded `seed`, has the seed's own stream); with
+        # no seed, from NumPy's global RNG: a script seeded with set_pkg_seed repeats
+        self._rng = numpy_rng(seed_or_draw(seed, "numpy"), REPLAY)
         self.controller = controller
         self._lock = threading.Lock()
 

@@ -8,6 +8,8 @@ from typing import Any, Dict, List, Mapping, Optional
 
 import numpy as np
 
+from rlpipe.random_streams import REPLAY, numpy_rng, seed_or_draw
+
 from ._locked import PicklesWithoutLock
 from ._replay import _check_capacity
 from ._sequences import _int
@@ -58,9 +60,9 @@ class StepSequenceBuffer(PicklesWithoutLock):
         self._size = 0
         self._starts: Optional[np.ndarray] = None  # [n, 2]: (env, position in its line)
         self._runs: Dict[int, np.ndarray] = {}  # env → steps left in the episode from each position
-        if seed is None:  # from NumPy's global RNG: a script seeded with set_pkg_seed repeats
-            seed = int(np.random.randint(2**62, dtype=np.int64))
-        self._rng = np.random.default_rng(seed)
+        # the sampling stream of `seed` (env 0, seeded `seed`, has the seed's own stream); with
+        # no seed, from NumPy's global RNG: a script seeded with set_pkg_seed repeats
+        self._rng = numpy_rng(seed_or_draw(seed, "numpy"), REPLAY)
         self._lock = threading.Lock()
 
     @property

@@ -11,7 +11,9 @@ from torch import nn
 from torch.optim.optimizer import _global_optimizer_post_hooks as _GLOBAL_POST_HOOKS
 from torch.optim.optimizer import _global_optimizer_pre_hooks as _GLOBAL_PRE_HOOKS
 
+from rlpipe import random_streams
 from rlpipe.data_parallel import average_gradients
+from rlpipe.random_streams import COLLECT, seed_or_draw
 
 
 def resolve_device(name: str) -> torch.device:
@@ -26,11 +28,9 @@ def resolve_device(name: str) -> torch.device:
 
 
 def numpy_rng(seed: Optional[int]) -> np.random.Generator:
-    """A NumPy generator seeded with `seed`; when None, with a draw from torch's global RNG, so
-    that a script seeded the DI-engine way (`set_pkg_seed(cfg.seed)`, no policy seed) repeats."""
-    if seed is None:
-        seed = int(torch.randint(2**62, ()).item())
-    return np.random.default_rng(seed)
+    """The NumPy generator of a policy's acting (exploration): the COLLECT stream of `seed`
+    (`rlpipe.random_streams`), or of a draw from torch's global RNG when `seed` is None."""
+    return random_streams.numpy_rng(seed_or_draw(seed), COLLECT)
 
 
 def model_spaces(model: nn.Module, obs_space: Any, action_space: Any,

@@ -55,15 +55,6 @@ class BoxActions:
         return (action.float() - bias) / scale
 
 
-def make_generator(device: torch.device, seed: int | None) -> torch.Generator:
-    """A torch RNG on `device`, seeded with `seed`; when None, with a draw from torch's global
-    RNG (so a run that seeds torch, as the zoo does, is reproducible without a policy seed)."""
-    if seed is None:
-        seed = int(torch.randint(0, 2**62, (1,)).item())
-    return torch.Generator(device=device).manual_seed(int(seed))
-
-
-
 @torch.no_grad()
 def polyak(target: List[torch.Tensor], source: List[torch.Tensor], tau: float) -> None:
     """target ← tau · source + (1 − tau) · target, over two parameter lists at once."""

@@ -25,10 +25,11 @@ from torch import nn
 
 from rlpipe.data import to_torch
 from rlpipe.models import TwinQCritic, obs_as_tensor
+from rlpipe.random_streams import COLLECT, LEARN, seed_or_draw, torch_rng
 
 from ._common import (adam, check_td_batch, clone_state, hard_update, model_spaces,
                       resolve_device)
-from ._continuous import BoxActions, make_generator, set_requires_grad
+from ._continuous import BoxActions, set_requires_grad
 from .base import Policy
 
 _LEARN_KEYS = ("obs", "action", "reward", "next_obs", "terminated", "discount")
@@ -93,8 +94,9 @@ class TwinCriticPolicy(Policy):
         self._critic_params = list(self.critic.parameters())
         self.actor_optimizer = adam(self._actor_params, c.learn.actor_lr, self.device)
         self.critic_optimizer = adam(self._critic_params, c.learn.critic_lr, self.device)
-        self._collect_rng = make_generator(self.collect_device, c.seed)
-        self._learn_rng = make_generator(self.device, None if c.seed is None else c.seed + 1)
+        seed = seed_or_draw(c.seed)  # exploration and learning noise: streams apart from the init
+        self._collect_rng = torch_rng(self.collect_device, seed, COLLECT)
+        self._learn_rng = torch_rng(self.device, seed, LEARN)
         self._lock = threading.Lock()  # a learn step's weight update vs refresh / eval / state
 
     def _given_networks(self, model: nn.Module) -> Tuple[nn.Module, nn.Module]:

@@ -34,6 +34,7 @@ from rlpipe.data import to_torch
 from rlpipe.data_parallel import average_gradients
 from rlpipe.models import batch_rows, obs_as_tensor
 from rlpipe.models.multi_agent import MultiAgentActorCritic, agent_rows
+from rlpipe.random_streams import COLLECT, LEARN, seed_or_draw, torch_rng
 from rlpipe.schema import count, extend, key, positive
 
 from ._agents import agent_action_mask, present_mask, zero_absent
@@ -163,9 +164,9 @@ class MAPPOPolicy(Policy):
         self.optimizer = adam([{"params": self._actor_params, "lr": c.learn.lr},
                                {"params": self._critic_params, "lr": c.learn.critic_lr}],
                               c.learn.lr, self.device, eps=1e-5)
-        seed = c.seed if c.seed is not None else int(torch.randint(2**62, ()).item())
-        self._collect_rng = torch.Generator(self.collect_device).manual_seed(seed)
-        self._learn_rng = torch.Generator().manual_seed(seed + 1)
+        seed = seed_or_draw(c.seed)  # acting and minibatch order: streams apart from the init
+        self._collect_rng = torch_rng(self.collect_device, seed, COLLECT)
+        self._learn_rng = torch_rng("cpu", seed, LEARN)
         self._lock = threading.Lock()  # a learn step's weight update vs refresh / eval / state
         self._collect_face = _MultiAgentCollectFace(self)
 

@@ -39,6 +39,7 @@ from rlpipe.data_parallel import mean_across_ranks
 from rlpipe.models import ActorCritic, batch_rows, obs_as_tensor
 from rlpipe.models.actor_critic import head_distribution
 from rlpipe.models.distributions import categorical_entropy, categorical_log_prob
+from rlpipe.random_streams import COLLECT, LEARN, seed_or_draw, torch_rng
 from rlpipe.schema import key
 
 from ._common import (adam, adam_step, clone_state, grad_step, hard_update, model_spaces,
@@ -185,10 +186,9 @@ class PPOPolicy(Policy):
         self.acting = copy.deepcopy(self.model).to(self.collect_device).requires_grad_(False)
         self._params = list(self.model.parameters())
         self.optimizer = adam(self._params, c.learn.lr, self.device, eps=1e-5)
-        # without a seed, draw one from torch's global RNG (so a seeded run stays reproducible)
-        seed = c.seed if c.seed is not None else int(torch.randint(2**62, ()).item())
-        self._collect_rng = torch.Generator(self.collect_device).manual_seed(seed)
-        self._learn_rng = torch.Generator().manual_seed(seed + 1)
+        seed = seed_or_draw(c.seed)  # acting and minibatch order: streams apart from the init
+        self._collect_rng = torch_rng(self.collect_device, seed, COLLECT)
+        self._learn_rng = torch_rng("cpu", seed, LEARN)
         self.learned_env_steps = 0  # rows learned from: the clock of the lr schedule
         self._lock = threading.Lock()  # a learn step's weight update vs refresh / eval / state
         self._collect_face = _PPOCollectFace(self)

@@ -15,6 +15,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlpipe.middleware import EpisodeQuota, make_acting
+from rlpipe.random_streams import COLLECT, numpy_rng, stream_seed
 
 Episode = Dict[str, Any]
 
@@ -49,8 +50,10 @@ class Noise:
             raise ValueError(f"--noise adds Gaussian noise to Box actions; this env's actions are "
                              f"{space}: use --eps E (epsilon-random) instead")
         self.space, self.eps, self.noise = space, eps, noise
-        self.rng = np.random.default_rng(seed)
-        space.seed(seed)
+        # the acting stream of `seed`: env 0 and the manager's action space draw from the
+        # seed's own stream
+        self.rng = numpy_rng(seed, COLLECT)
+        space.seed(stream_seed(seed, COLLECT))
 
     def random(self, n: int, mask: Optional[np.ndarray]) -> np.ndarray:
         """`n` uniform random actions (among the valid ones where `mask` is given)."""

@@ -16,12 +16,14 @@ def test_all_lists_the_public_names():
 
 
 def test_data_imports_only_contexts_numpy_torch_treetensor():
-    """...and gymnasium (the spaces an offline data set is made in) and minari (its on-disk
-    format, imported lazily by _minari_io.py only)."""
+    """...and gymnasium (the spaces an offline data set is made in), minari (its on-disk
+    format, imported lazily by _minari_io.py only) and rlpipe.random_streams (a buffer's
+    sampling stream of its seed; that module imports numpy and torch only)."""
     import ast
     import pathlib
 
-    allowed = {"numpy", "torch", "treetensor", "treevalue", "rlpipe.contexts", "gymnasium", "minari"}
+    allowed = {"numpy", "torch", "treetensor", "treevalue", "rlpipe.contexts", "gymnasium", "minari",
+               "rlpipe.random_streams"}
     stdlib_ok = {"__future__", "typing", "threading", "sys", "fractions", "json", "os", "tempfile",
                  "dataclasses", "pathlib", "re", "shutil", "warnings", "collections", "contextlib"}
     for path in pathlib.Path(data.__file__).parent.glob("*.py"):
@@ -35,4 +37,5 @@ def test_data_imports_only_contexts_numpy_torch_treetensor():
             for name in names:
                 top = name.split(".")[0]
                 assert top != "minari" or path.name == "_minari_io.py", (path.name, name)
-                assert top in allowed | stdlib_ok or name.startswith("rlpipe.contexts"), (path.name, name)
+                assert top in allowed | stdlib_ok or name.startswith("rlpipe.contexts") \
+                    or name == "rlpipe.random_streams", (path.name, name)

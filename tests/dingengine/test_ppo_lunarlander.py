@@ -98,15 +98,17 @@ def test_lunarlander_examples_run_with_the_given_model(tmp_path, async_mode, whi
 @pytest.mark.slow
 @pytest.mark.parametrize("which", ["discrete", "continuous"])
 def test_lunarlander_examples_learn_to_fly_better_than_an_untrained_lander(tmp_path, which):
-    # Seed 0's collected episodes averaged -200 (discrete) and -269 (continuous) in the first
-    # rollout, by the untrained policy, and -105 and -84 over rollouts 9 to 12. Greedy
-    # evaluations this early are no measure: 4 episodes every 4 rollouts of the discrete port
-    # swung between -441 and -3,814 over 60k env steps. So the bar is on collected episodes.
-    cfg = lander_cfg(which, tmp_path / "run", 24576)
+    # Seed 0's collected episodes averaged -164 (discrete) and -238 (continuous) over the first
+    # two rollouts, by the (nearly) untrained policy, and -103 and about -50 over rollouts 17 to
+    # 20; over 24k env steps seeds 0-3 of the discrete port ended at -96 to -185 (a single
+    # rollout's mean swings by 50). Greedy evaluations this early are no measure: 4 episodes
+    # every 4 rollouts of the discrete port swung between -441 and -3,814 over 60k env steps.
+    # So the bar is on collected episodes.
+    cfg = lander_cfg(which, tmp_path / "run", 40960)
     cfg.policy.eval.evaluator.eval_freq = 10**9  # the untrained policy's evaluation only
     ppo_lunarlander_main(cfg)
     returns = [r["collect/episode_return_mean"] for r in read_metrics(cfg.run_dir)
                if "collect/episode_return_mean" in r]
-    assert len(returns) == 12 and len(_evals(cfg.run_dir)) == 1
-    late = np.mean(returns[-4:])
-    assert returns[0] < -180 and late > -120 and late > returns[0] + 80, returns
+    assert len(returns) == 20 and len(_evals(cfg.run_dir)) == 1
+    untrained, late = np.mean(returns[:2]), np.mean(returns[-4:])
+    assert untrained < -150 and late > -120 and late > untrained + 50, returns

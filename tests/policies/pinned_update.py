@@ -4,6 +4,7 @@ import numpy as np
 import torch
 
 from rlpipe.data import to_torch
+from rlpipe.random_streams import LEARN, torch_rng
 
 
 def assert_same_tensors(a, b, where=""):
@@ -20,11 +21,11 @@ def assert_same_tensors(a, b, where=""):
 
 def check_against_frozen(policy, reference, frozen_step, transitions, networks, optimizers,
                          steps=5, seed=0):
-    """`steps` learn steps of `policy` and of `frozen_step(reference, rng, batch)` (rng seeded
-    seed + 1, as the policies seed their learn RNG) on the same batches (terminations every 7th
-    row, an n-step "discount" column in step 3): equal statistics at each step, then equal
-    weights of `networks` and equal optimiser states of `optimizers`."""
-    rng = torch.Generator().manual_seed(seed + 1)
+    """`steps` learn steps of `policy` and of `frozen_step(reference, rng, batch)` (rng: the
+    learn stream of a policy seeded `seed`, as the policies seed their own) on the same batches
+    (terminations every 7th row, an n-step "discount" column in step 3): equal statistics at
+    each step, then equal weights of `networks` and equal optimiser states of `optimizers`."""
+    rng = torch_rng("cpu", seed, LEARN)
     for i in range(steps):
         batch = transitions(seed=i, terminated=np.arange(32) % 7 == 0)
         if i == 3:

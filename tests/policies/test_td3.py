@@ -243,7 +243,7 @@ def test_learner_on_gpu_acts_on_a_cpu_copy():
 # --- the update, pinned bit for bit ---------------------------------------------------------------
 # A frozen copy of TD3Policy's learn step as it was before the twin-critic machinery moved to
 # rlpipe/policies/_twin_critic.py (main 5ba5bea). It works on a second, identically seeded policy
-# through public attributes only, with its own learn RNG (seed + 1, as the policy seeds its own).
+# through public attributes only, with its own learn RNG (the same stream as the policy's).
 
 def frozen_td3_step(p, rng, batch):
     c = p.cfg.learn
