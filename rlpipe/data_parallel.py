@@ -39,14 +39,13 @@ torch is imported when a function needs it: `import rlpipe` stays free of it.
 """
 from __future__ import annotations
 
-import collections
 import datetime
 import logging
 import math
 import os
 import signal
 import threading
-from typing import Any, Deque, List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 log = logging.getLogger(__name__)
 
@@ -54,14 +53,6 @@ __all__ = ["DDPContext", "PeerLost", "average_gradients", "get_rank", "get_world
            "is_main_rank", "join", "mean_across_ranks", "pooled_moments", "to_ddp_config"]
 
 _group: Optional["_Group"] = None  # the ranks of the DDPContext this process is in (world > 1)
-# The tensors of the last exchanges, referenced until the process exits. A gloo worker thread
-# drops its own reference to a collective's tensors just after the collective completes, which
-# under load can be after the main thread has gone on to later collectives; were that the last
-# reference, the thread would take the GIL to free the Python object, and a process that is
-# shutting down by then aborts ("terminate called without an active exception"). Gloo runs a
-# group's collectives on two worker threads by default, each holding one collective at a time,
-# so the last four cover every tensor a thread can still hold.
-_last_exchanged: Deque[Any] = collections.deque(maxlen=4)
 
 
 class _Group:
@@ -81,7 +72,6 @@ class _Group:
         weights it holds; `DDPContext` then raises `PeerLost` on leaving."""
         if self.lost is not None:
             return False
-        _last_exchanged.append(tensor)
         try:
             collective(tensor, *args)
         except RuntimeError as err:  # gloo: "Connection closed by peer", "Timed out ..."
@@ -224,6 +214,7 @@ class DDPContext:
                                    f"launch the script with torchrun --nproc_per_node={world}, "
                                    f"which sets both")
         if not dist.is_initialized():
+            _import_before_the_group()
             dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=self.timeout_s))
             self._owns_group = True
         elif dist.get_backend() != "gloo":
@@ -276,6 +267,17 @@ class DDPContext:
                            f"{saved}. See the peer's own output for why it stopped")
         if self._received is not None:
             raise SystemExit(128 + self._received)
+
+
+def _import_before_the_group() -> None:
+    """Import `torch.distributed.nn.functional` while no process group exists. Its collectives
+    take `group=group.WORLD` as a default argument, evaluated when the module is imported; the
+    first optimizer a script builds imports it (through torch._dynamo), and imported while the
+    group exists, those defaults would hold the group for the life of the process.
+    `destroy_process_group` would then leave gloo's worker threads running into interpreter
+    shutdown, where a worker that drops a tensor's last reference takes the GIL and aborts the
+    process ("terminate called without an active exception") after the script has ended."""
+    import torch.distributed.nn.functional  # noqa: F401  (imported for its defaults only)
 
 
 def get_rank() -> int:

@@ -27,8 +27,7 @@ PORT = Path(__file__).with_name("apex_dqn_ddp_port.py")
 def run_port(tmp_path, cfg):
     (tmp_path / "out").mkdir()
     (tmp_path / "cfg.json").write_text(json.dumps(to_plain(cfg)))
-    torchrun(PORT, tmp_path / "cfg.json", tmp_path / "out", timeout=240,
-             outputs=[tmp_path / "out" / f"rank{r}.pt" for r in (0, 1)])
+    torchrun(PORT, tmp_path / "cfg.json", tmp_path / "out", timeout=240)
     return [torch.load(tmp_path / "out" / f"rank{r}.pt") for r in (0, 1)]
 
 

@@ -4,7 +4,9 @@
 
 Each rank builds its policies with its own seed (so its own initial weights), learns on its own
 batches, and writes what it ended with (or the error it raised) to OUT_DIR/rank<r>.pt."""
+import json
 import sys
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -98,7 +100,21 @@ def out_of_step():
     return {"error": None}
 
 
+def native_threads():
+    """The names of this process's threads (Linux), gloo's workers among them while a process
+    group lives ("pt_gloo_runloop", "gloo_tcp_loop")."""
+    tasks = Path("/proc/self/task")
+    return sorted((t / "comm").read_text().strip() for t in tasks.iterdir()) if tasks.is_dir() else None
+
+
 if __name__ == "__main__":
     out = sys.argv[1]
+    # the policies' optimizers import torch._dynamo, and with it modules that would keep a
+    # process group alive had they been imported while one exists
+    imported_inside = "torch._dynamo" not in sys.modules
     with DDPContext(timeout_s=60):
-        torch.save(learners(out), f"{out}/rank{get_rank()}.pt")
+        rank = get_rank()
+        torch.save(learners(out), f"{out}/rank{rank}.pt")
+    after = {"dynamo_imported_inside": imported_inside and "torch._dynamo" in sys.modules,
+             "threads": native_threads()}
+    Path(f"{out}/rank{rank}.after.json").write_text(json.dumps(after))
