@@ -88,7 +88,11 @@ def test_collect_demo_data_example_collects_with_the_loaded_weights(tmp_path, as
         task.use(offline_data_saver(tmp_path / "by_expert.hdf5", data_type="hdf5"))
         task.run(max_step=1)
     env.close()
-    assert np.array_equal(_read(tmp_path / "by_expert.hdf5")["action"], data["action"])
+    # Up to float rounding: the async run's actions differ from the sync collection in the 7th
+    # significant digit on some rows (the same rows in every run); a collector that had not
+    # loaded the weights or the noise generator would differ from the first decimal on.
+    np.testing.assert_allclose(_read(tmp_path / "by_expert.hdf5")["action"], data["action"],
+                               rtol=0, atol=1e-5)
 
 
 @pytest.mark.slow
