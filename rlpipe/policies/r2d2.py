@@ -104,7 +104,7 @@ class R2D2Policy(Policy):
             self.online = RecurrentQNetwork(obs_space, self.n_actions, m.hidden, m.core_size,
                                             m.kind, m.dueling, encoders=m.encoders)
         self.online.to(self.device)
-        self.target = copy.deepcopy(self.online).requires_grad_(False)
+        self.target = _flat_copy(self.online)
         self.acting = copy.deepcopy(self.online).to(self.collect_device).requires_grad_(False)
         self._params = list(self.online.parameters())
         self.optimizer = adam(self._params, c.learn.lr, self.device, eps=c.learn.adam_eps)
@@ -233,3 +233,14 @@ class R2D2Policy(Policy):
         check_learner_state(self, state, _MODULES)
         with self._lock:
             load_learner_state(self, state, _MODULES)
+
+
+def _flat_copy(net: torch.nn.Module) -> torch.nn.Module:
+    """A frozen copy of `net` on its device whose recurrent cores keep their weights in one
+    block: a deep copy of a cuDNN LSTM's weights is not the single block cuDNN reads, and would
+    be copied into one on every call (with a warning each time)."""
+    copied = copy.deepcopy(net).requires_grad_(False)
+    for module in copied.modules():
+        if isinstance(module, torch.nn.RNNBase):
+            module.flatten_parameters()
+    return copied
