@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import os
 import pickle
 import weakref
 from dataclasses import dataclass, field
@@ -85,8 +86,9 @@ class EnvManager:
             ``gymnasium.make_vec(id, vectorization_mode="vector_entry_point")``), ``"envpool"``
             (Atari games in EnvPool, DQN-preprocessed frames; see ``_envpool``), or
             ``"auto"``: envpool for an ``"atari-*"`` short name when EnvPool is installed,
-            native when the id ships a vector entry point we can normalise and
-            ``n_envs >= 8`` (below that the sync loop is faster), else sync.
+            async for one when it is not (with more than one env and core), native when the
+            id ships a vector entry point we can normalise and ``n_envs >= 8`` (below that the
+            sync loop is faster), else sync.
         step_timeout: seconds a step (or reset) may take before it counts as a failure. Only
             mode ``"async"`` can enforce it — a step running in this process cannot be stopped
             safely — so other modes raise ``ValueError`` if it is set.
@@ -134,6 +136,8 @@ class EnvManager:
         source = resolve_env(env, env_kwargs)
         if mode == "auto" and auto_picks_envpool(source):
             mode = "envpool"
+        elif mode == "auto" and _atari_frames_in_processes(source, n_envs):
+            mode = "async"
         self.mode: str = _resolve_mode(mode, source.gym_id, n_envs)
         if step_timeout is not None and self.mode != "async":
             raise ValueError(
@@ -366,6 +370,14 @@ def _check_args(
         raise ValueError(
             f"EnvManager: step_timeout must be None or > 0 seconds, got {step_timeout!r}"
         )
+
+
+def _atari_frames_in_processes(source: Any, n_envs: int) -> bool:
+    """Mode "auto" without EnvPool runs an `atari-*` short name's ale-py frames one process per
+    env (mode "async") where there are several envs and cores: an emulated and preprocessed
+    step costs about 0.7-2 ms, far more than handing a frame between processes, and the
+    main process is left to act and learn. Such envs, as EnvPool's, have no exact resume."""
+    return is_atari_short_name(source) and n_envs > 1 and (os.cpu_count() or 1) > 1
 
 
 def _resolve_mode(mode: str, gym_id: str | None, n_envs: int) -> str:

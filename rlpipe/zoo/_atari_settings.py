@@ -1,8 +1,8 @@
 """What every Atari zoo entry shares: the env section and the published DQN and PPO settings.
 
 The env is an ``atari-*`` short name in mode "auto": EnvPool where it is installed, ale-py's
-frames (``rlpipe/envs/_atari.py``) otherwise; ``rlpipe.envs.auto_picks_envpool`` is the one place
-that decides, and ``ATARI_PRESETS`` the one place that says how frames are preprocessed. The
+frames (``rlpipe/envs/_atari.py``) in one process per env otherwise; ``EnvManager`` is the one
+place that decides, and ``ATARI_PRESETS`` the one place that says how frames are preprocessed. The
 collector's envs take the "train" preset (rewards clipped to their sign, a lost life ends the
 transition, as the DQN and PPO papers and rl-zoo3 train), the evaluator's the "eval" one (real
 scores, whole games); both press FIRE after resets and lost lives.

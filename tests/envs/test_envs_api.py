@@ -1,5 +1,6 @@
 """Public surface of rlpipe.envs: names, registry, errors, argument checks, lifecycle."""
 
+import importlib.util
 import sys
 
 import gymnasium as gym
@@ -151,6 +152,28 @@ def test_auto_mode_picks_native_only_where_it_pays():
     with EnvManager("acrobot", n_envs=8) as m:
         assert m.mode == "sync"
     with EnvManager(lambda: gym.make("CartPole-v1"), n_envs=8) as m:
+        assert m.mode == "sync"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ale_py") is None,
+                    reason='ale-py not installed: pip install "rlpipe[atari]"')
+def test_without_envpool_auto_runs_atari_frames_one_process_per_env(monkeypatch):
+    # ale-py's emulated, preprocessed frames cost 0.7-2 ms a step: mode "auto" gives each env a
+    # process where there are several envs and cores (EnvPool, where installed, comes first)
+    from rlpipe.envs import _envpool, _manager
+
+    monkeypatch.setattr(_envpool, "envpool_installed", lambda: False)
+    monkeypatch.setattr(_manager.os, "cpu_count", lambda: 4)
+    with EnvManager("atari-pong", n_envs=2, seed=0, env_kwargs={"atari_preset": "train"}) as m:
+        assert m.mode == "async"
+        m.reset()
+        assert m.step(np.zeros(2, np.int64)).obs.shape == (2, 4, 84, 84)
+    with EnvManager("atari-pong", n_envs=1, seed=0) as m:
+        assert m.mode == "sync"
+    with EnvManager("ALE/Pong-v5", n_envs=2, seed=0) as m:  # raw 210x160 frames, an id
+        assert m.mode == "sync"
+    monkeypatch.setattr(_manager.os, "cpu_count", lambda: 1)
+    with EnvManager("atari-pong", n_envs=2, seed=0) as m:
         assert m.mode == "sync"
 
 
