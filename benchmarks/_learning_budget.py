@@ -24,8 +24,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 from rlpipe.envs._registry import resolve_env  # noqa: E402
-from rlpipe.envs._envpool import auto_picks_envpool  # noqa: E402
-from rlpipe.envs._manager import _atari_frames_in_processes  # noqa: E402
+from rlpipe.envs._manager import resolve_mode  # noqa: E402
 from rlpipe.zoo import get_entry  # noqa: E402
 from rlpipe.training import train  # noqa: E402
 
@@ -48,18 +47,11 @@ def parse(description: str, entries: Iterable[str], default_entry: str,
 
 
 def backend(env_cfg) -> str:
-    """The env backend the run used: mode "auto" on an Atari short name is EnvPool where it is
-    installed, gymnasium's envs one process each otherwise (`EnvManager` decides both)."""
-    if env_cfg.mode == "envpool":
-        return "envpool"
-    if env_cfg.mode != "auto":
-        return f"gymnasium ({env_cfg.mode})"
-    source = resolve_env(env_cfg.id)
-    if auto_picks_envpool(source):
-        return "envpool"
-    if _atari_frames_in_processes(source, env_cfg.n_envs):
-        return "gymnasium (auto: async)"
-    return "gymnasium (auto)"
+    """The env backend the run used, as `EnvManager` resolves its mode: EnvPool, or gymnasium's
+    envs in that mode (for an Atari short name in mode "auto": EnvPool where it is installed,
+    one process per env otherwise)."""
+    mode = resolve_mode(env_cfg.mode, resolve_env(env_cfg.id), env_cfg.n_envs)
+    return "envpool" if mode == "envpool" else f"gymnasium ({mode})"
 
 
 def run(args: argparse.Namespace, published: Published) -> Dict[str, object]:

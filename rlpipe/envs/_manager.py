@@ -134,11 +134,7 @@ class EnvManager:
         _check_args(n_envs, seed, mode, step_timeout)
         budget = RestartBudget(max_restarts, restart_window)
         source = resolve_env(env, env_kwargs)
-        if mode == "auto" and auto_picks_envpool(source):
-            mode = "envpool"
-        elif mode == "auto" and _atari_frames_in_processes(source, n_envs):
-            mode = "async"
-        self.mode: str = _resolve_mode(mode, source.gym_id, n_envs)
+        self.mode: str = resolve_mode(mode, source, n_envs)
         if step_timeout is not None and self.mode != "async":
             raise ValueError(
                 f"EnvManager(step_timeout={step_timeout}, mode={mode!r}): a step timeout needs "
@@ -380,7 +376,14 @@ def _atari_frames_in_processes(source: Any, n_envs: int) -> bool:
     return is_atari_short_name(source) and n_envs > 1 and (os.cpu_count() or 1) > 1
 
 
-def _resolve_mode(mode: str, gym_id: str | None, n_envs: int) -> str:
+def resolve_mode(mode: str, source: Any, n_envs: int) -> str:
+    """The mode an `EnvManager` of `n_envs` copies of `source` (a resolved env) runs in, with
+    "auto" decided (see `EnvManager`'s `mode`)."""
+    if mode == "auto" and auto_picks_envpool(source):
+        return "envpool"
+    if mode == "auto" and _atari_frames_in_processes(source, n_envs):
+        return "async"
+    gym_id = source.gym_id
     if mode == "auto":
         native = n_envs >= AUTO_NATIVE_MIN_ENVS and gym_id is not None
         return "native" if native and native_is_known_good(gym_id) else "sync"
