@@ -2,10 +2,12 @@
 
     python benchmarks/frame_buffer.py            # capacity 20,000 (~1.5 GB peak for the plain one)
     python benchmarks/frame_buffer.py --quick    # capacity 5,000
+    python benchmarks/frame_buffer.py --quick --nstep 3   # rows of 3-step returns
 
 Both buffers are fed the same transitions: 8 envs interleaved, [4, 84, 84] uint8 stacks of
 random frames, episodes of 500-1500 steps (Pong's are ~800 agent steps), each starting with the
-reset frame repeated (as FrameStackObservation pads), n=1 rows. Memory is the bytes a buffer
+reset frame repeated (as FrameStackObservation pads), n=1 rows (`--nstep N`: the rows of
+`NStepAccumulator`, whose next_obs is N steps after obs, as DI-engine's Atari DQN uses). Memory is the bytes a buffer
 holds per transition once full (frames ever used + frame indices + the other keys, against the
 plain buffer's arrays), projected to 1M transitions. Timings: pushes of one env step of 8 envs
 (what data_pusher does with n_sample=8) and sample(32), best of 5 rounds; ratios are frame /
@@ -21,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from rlpipe.data import FrameReplayBuffer, ReplayBuffer  # noqa: E402
+from rlpipe.data import FrameReplayBuffer, NStepAccumulator, ReplayBuffer  # noqa: E402
 
 N_ENVS, K = 8, 4
 
@@ -46,6 +48,19 @@ def steps(n_steps: int, seed: int = 0):
                "truncated": np.zeros(N_ENVS, bool)}
 
 
+def rows(n_steps: int, nstep: int):
+    """The transitions of `steps(n_steps)`, as n-step rows when `nstep` > 1 (a step completes
+    the windows that end there: N_ENVS rows in steady state)."""
+    if nstep == 1:
+        yield from steps(n_steps)
+        return
+    acc = NStepAccumulator(nstep, 0.99, N_ENVS)
+    for step in steps(n_steps):
+        out = acc.push(step)
+        if out is not None:
+            yield out
+
+
 def plain_nbytes(buf: ReplayBuffer) -> int:
     return sum(a.nbytes for a in buf._storage.arrays.values())
 
@@ -62,17 +77,18 @@ def best(fn, rounds: int = 5) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--nstep", type=int, default=1, help="rows of N-step returns")
     args = parser.parse_args()
     capacity = 5_000 if args.quick else 20_000
     plain, frames = ReplayBuffer(capacity, seed=0), FrameReplayBuffer(capacity, seed=0)
-    data = steps(capacity // N_ENVS + 5 * 200 + 10)
+    data = rows(capacity // N_ENVS + 5 * 200 + 10 + args.nstep, args.nstep)
     for _ in range(capacity // N_ENVS + 10):  # fill (and wrap): memory and timings are steady state
         batch = next(data)
         plain.push(batch)
         frames.push(batch)
     per_plain = plain_nbytes(plain) / capacity
     per_frame = frames.nbytes() / capacity
-    print(f"capacity {capacity}, {N_ENVS} envs, obs [4, 84, 84] uint8")
+    print(f"capacity {capacity}, {N_ENVS} envs, obs [4, 84, 84] uint8, {args.nstep}-step rows")
     print(f"bytes per transition: plain {per_plain:,.0f}, frames {per_frame:,.0f} "
           f"(ratio {per_frame / per_plain:.3f})")
     print(f"1M transitions: plain {per_plain * 1e6 / 1e9:.1f} GB, frames {per_frame * 1e6 / 1e9:.2f} GB")

@@ -104,6 +104,21 @@ class FramePool:
             return None
         return index
 
+    def extend(self, stack: np.ndarray) -> Optional[np.ndarray]:
+        """The frame indices of `stack` built on a recently remembered stack one step older in
+        its stream (whose k-1 newest frames are `stack`'s k-1 oldest): those frames shared, the
+        newest stored. None when no remembered stack fits. With n-step rows a row's next_obs
+        is n steps past its obs, so it continues the previous row's next_obs instead."""
+        if len(stack) < 2:
+            return None
+        older = self._recent.get(self.key(stack[:-1]))  # keyed by its newest frame, stack[-2]
+        if older is None or not np.array_equal(self.frames[older[1:]], stack[:-1]):
+            return None
+        index = np.empty_like(older)
+        index[:-1] = older[1:]
+        index[-1] = self.store_frame(stack[-1])
+        return index
+
     def remember(self, stack: np.ndarray, index: np.ndarray, key: Optional[int] = None) -> None:
         """Keep `stack` → `index` among the `lookback` most recent stacks (holding a reference
         on its frames), so that the next transition of its stream finds its obs here."""

@@ -6,7 +6,8 @@ uint8 frame stacks ([B, k, H, W], or channels last [B, H, W, k]). Each row keeps
 indices instead of two stacks; the stacks are gathered back at sample time, as DQN Zoo's and
 SB3's memory-optimised buffers do. Streams are found by content, not by env id: a row's `obs`
 is looked up among the recently pushed `next_obs` stacks (the previous step of its env, or
-n steps back with n-step rows), and `next_obs` shares its k-1 older frames with `obs`. So
+n steps back with n-step rows), and `next_obs` shares its k-1 older frames with `obs` (or, n
+steps on, with the previous row's `next_obs`), so about one new frame is stored per row. So
 several envs interleaved, episode starts (the reset frame repeated, as gymnasium's
 `FrameStackObservation` pads) and the ring's wrap-around need no bookkeeping from the
 caller, and a stack that matches nothing is stored whole (correct, only less compact).
@@ -107,16 +108,20 @@ class FrameStorage(ArrayStorage):
     def _index_row(self, pool: FramePool, obs: np.ndarray, nxt: np.ndarray,
                    next_key: int) -> np.ndarray:
         first = pool.find(obs)
+        if first is None:
+            first = pool.extend(obs)
         if first is None:  # an episode start (or a stream not seen lately): store it whole
             first = pool.store_stack(obs)
         second = pool.find(nxt, next_key)
         if second is None:
-            if np.array_equal(nxt[:-1], obs[1:]):
+            if np.array_equal(nxt[:-1], obs[1:]):  # one step after obs
                 second = first.copy()
                 second[:-1] = first[1:]
                 second[-1] = pool.store_frame(nxt[-1])
-            else:
-                second = pool.store_stack(nxt)
+            else:  # n steps after obs: one step after the previous row's next_obs
+                second = pool.extend(nxt)
+                if second is None:
+                    second = pool.store_stack(nxt)
         return np.concatenate([first, second])
 
     def read(self, index: np.ndarray) -> Dict[str, Any]:

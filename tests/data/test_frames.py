@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from rlpipe.data import (FrameReplayBuffer, PrioritizedFrameReplayBuffer, PrioritizedReplayBuffer,
+from rlpipe.data import (FrameReplayBuffer, NStepAccumulator, PrioritizedFrameReplayBuffer, PrioritizedReplayBuffer,
                          ReplayBuffer)
 
 K = 4
@@ -80,6 +80,25 @@ def test_nstep_rows_and_skipped_rows_stay_exact():
         frames.push(batch)
     every = np.arange(len(plain))
     same(plain._storage.read(every), frames._storage.read(every))
+
+
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_nstep_accumulator_rows_store_about_one_frame_each(n):
+    # rows as the n-step enhancer makes them (per env, oldest first; next_obs n steps on, or the
+    # episode's last obs) rebuild exactly, and each stores about one new frame: its next_obs
+    # continues the previous row's next_obs
+    env = Streams(4, seed=11)
+    env.left[:] = 10_000  # long episodes: what is measured is the n-step continuation
+    acc = NStepAccumulator(n, 0.99, 4)
+    plain, frames = ReplayBuffer(2048, seed=0), FrameReplayBuffer(2048, seed=0)
+    for _ in range(20):  # pushes of 12 steps of 4 envs, as a collector of 48 steps makes them
+        rows = [r for r in (acc.push(env.step()) for _ in range(12)) if r is not None]
+        batch = {k: np.concatenate([r[k] for r in rows]) for k in rows[0]}
+        plain.push(batch)
+        frames.push(batch)
+    every = np.arange(len(plain))
+    same(plain._storage.read(every), frames._storage.read(every))
+    assert frames._storage.pool.live < 1.1 * len(frames) + 4 * (K + n + 2)
 
 
 def test_save_load_round_trip_and_smaller_file(tmp_path):
