@@ -84,13 +84,15 @@ class RunState:
                                ("evaluator", self.evaluator_env, Role.EVALUATOR)):
             if env is None:
                 continue
-            if not current_task().serves(role):  # another process of a distributed run runs it
+            if not current_task().serves(role):
                 exact = False
+                envs[f"{key}_unsaved"] = "another process of a distributed run ran them"
                 continue
             try:
                 envs[key] = env.get_state()
-            except NotImplementedError:
+            except NotImplementedError as err:  # async subprocesses, EnvPool: it says which
                 exact = False
+                envs[f"{key}_unsaved"] = str(err)
         tmp = Path(tempfile.mkdtemp(prefix=f".{name}.tmp-", dir=self.ckpt_dir))
         try:
             self._write_state(tmp, envs)
@@ -143,9 +145,10 @@ class RunState:
             if key in envs:
                 env.set_state(envs[key])
             else:
-                log.warning("resume: the %s envs were not saved (subprocess envs, or another "
-                            "process of a distributed run ran them); they restart from fresh "
-                            "episodes, so this resume is not exact", key)
+                why = envs.get(f"{key}_unsaved", "subprocess envs, or another process of a "
+                                                  "distributed run ran them")
+                log.warning("resume: the %s envs were not saved (%s); they restart from fresh "
+                            "episodes, so this resume is not exact", key, why)
         if resume.get("buffer"):
             self.buffer.load(io.BytesIO(verified.read(f"{state}/{BUFFER_FILE}")))
         if self.dataset is not None:

@@ -33,6 +33,20 @@ def _assert_same(a, b, path="policy"):
         assert a == b, f"{path}: {a} != {b}"
 
 
+def test_a_resume_that_cannot_be_exact_says_why(tmp_path, caplog):
+    # envs in subprocesses cannot be captured: the resume goes on from fresh episodes and its
+    # warning carries the env manager's own reason (EnvPool's, for an EnvPool run)
+    run_dir = str(tmp_path / "run")
+    first = train("cartpole-dqn", seed=0, max_env_step=512, run_dir=run_dir, progress=False,
+                  overrides=SMALL + ["env.mode=async", "env.n_envs=2"])
+    with caplog.at_level("WARNING", logger="rlpipe.pipelines.resume"):
+        more = resume(run_dir, max_env_step=1024, progress=False)
+    assert more["env_step"] > first["env_step"]
+    unsaved = [r.getMessage() for r in caplog.records if "were not saved" in r.getMessage()]
+    assert len(unsaved) == 2, unsaved  # the collector's envs and the evaluator's
+    assert all("async subprocesses cannot be captured" in m for m in unsaved), unsaved
+
+
 @pytest.mark.slow
 def test_stopped_and_resumed_run_ends_with_identical_weights(tmp_path):
     whole, split = str(tmp_path / "whole"), str(tmp_path / "split")
