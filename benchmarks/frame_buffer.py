@@ -3,6 +3,7 @@
     python benchmarks/frame_buffer.py            # capacity 20,000 (~1.5 GB peak for the plain one)
     python benchmarks/frame_buffer.py --quick    # capacity 5,000
     python benchmarks/frame_buffer.py --quick --nstep 3   # rows of 3-step returns
+    python benchmarks/frame_buffer.py --memory   # peak memory of save and load, 100k rows
 
 Both buffers are fed the same transitions: 8 envs interleaved, [4, 84, 84] uint8 stacks of
 random frames, episodes of 500-1500 steps (Pong's are ~800 agent steps), each starting with the
@@ -12,11 +13,20 @@ holds per transition once full (frames ever used + frame indices + the other key
 plain buffer's arrays), projected to 1M transitions. Timings: pushes of one env step of 8 envs
 (what data_pusher does with n_sample=8) and sample(32), best of 5 rounds; ratios are frame /
 plain, measured in this run.
+
+`--memory` fills a FrameReplayBuffer of 100k rows (about 0.7 GB of frames) and measures, each
+in a fresh process, the peak resident memory above the filled buffer of `save()` and of
+`load()` from the file (what a checkpoint and a resume do), beside the same from copies
+(`save_state(state_dict())`) and from the file's bytes in memory (`load(BytesIO(bytes))`).
 """
 from __future__ import annotations
 
 import argparse
+import io
+import resource
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -24,6 +34,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rlpipe.data import FrameReplayBuffer, NStepAccumulator, ReplayBuffer  # noqa: E402
+from rlpipe.data._serialize import save_state  # noqa: E402
 
 N_ENVS, K = 8, 4
 
@@ -74,11 +85,58 @@ def best(fn, rounds: int = 5) -> float:
     return min(times)
 
 
+MEMORY_ROWS = 100_000
+
+
+def peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kB on Linux
+
+
+def memory_child(how: str, path: str) -> None:
+    """One measurement, in this (fresh) process: prints the peak MB above the starting point."""
+    buf = FrameReplayBuffer(MEMORY_ROWS, seed=0)
+    if how.startswith("save"):
+        for batch in steps(MEMORY_ROWS // N_ENVS + 10):
+            buf.push(batch)
+    start = peak_mb()
+    if how == "save":
+        buf.save(path)
+    elif how == "save-copies":
+        save_state(buf.state_dict(), path)
+    elif how == "load":
+        buf.load(path)
+    else:  # load-bytes
+        with open(path, "rb") as f:
+            buf.load(io.BytesIO(f.read()))
+    print(f"{peak_mb() - start:.0f}")
+
+
+def memory() -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = f"{folder}/buffer.npz"
+        figures = {}
+        for how in ("save-copies", "save", "load-bytes", "load"):
+            out = subprocess.run([sys.executable, __file__, "--memory-child", how, path],
+                                 check=True, capture_output=True, text=True).stdout
+            figures[how] = float(out.split()[-1])
+        size = Path(path).stat().st_size / 2**20
+    print(f"FrameReplayBuffer of {MEMORY_ROWS:,} rows, file {size:,.0f} MB; peak MB above the "
+          f"buffer, each in a fresh process")
+    print(f"save(): {figures['save']:,.0f} (from copies: {figures['save-copies']:,.0f})")
+    print(f"load(path) above an empty buffer: {figures['load']:,.0f} "
+          f"(from the bytes in memory: {figures['load-bytes']:,.0f})")
+
+
 def main() -> None:
+    if len(sys.argv) == 4 and sys.argv[1] == "--memory-child":
+        return memory_child(sys.argv[2], sys.argv[3])
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--nstep", type=int, default=1, help="rows of N-step returns")
+    parser.add_argument("--memory", action="store_true", help="peak memory of save and load")
     args = parser.parse_args()
+    if args.memory:
+        return memory()
     capacity = 5_000 if args.quick else 20_000
     plain, frames = ReplayBuffer(capacity, seed=0), FrameReplayBuffer(capacity, seed=0)
     data = rows(capacity // N_ENVS + 5 * 200 + 10 + args.nstep, args.nstep)

@@ -144,6 +144,19 @@ def test_a_flipped_or_truncated_file_is_refused_naming_it(tmp_path, rel):
         run.verify("iter_4.pt", signed=False)
 
 
+def test_a_large_file_is_checked_in_chunks_when_its_path_is_asked_for(tmp_path):
+    # checked_path hashes the file as it is when asked (a replay buffer is loaded from its path,
+    # not from gigabytes of bytes in memory), so a file changed after verify() is refused too
+    run = _checkpoint(tmp_path)
+    verified = run.verify("iter_4.pt", signed=True)
+    assert verified.checked_path("state_4/buffer.npz") == run.ckpt / "state_4" / "buffer.npz"
+    (run.ckpt / "state_4" / "buffer.npz").write_bytes(b"buffeR")
+    with pytest.raises(CheckpointError, match="buffer.npz: SHA-256 does not match"):
+        verified.checked_path("state_4/buffer.npz")
+    with pytest.raises(CheckpointError, match="not listed in the manifest"):
+        verified.checked_path("state_4/other.npz")
+
+
 def test_a_missing_state_file_is_refused(tmp_path):
     run = _checkpoint(tmp_path)
     os.remove(run.envs_file("state_4"))

@@ -139,7 +139,8 @@ class FramePool:
         self._recent.clear()
 
     def load(self, frames: np.ndarray, refs: np.ndarray) -> None:
-        """Hold exactly `frames`, with `refs` references each (from loaded rows)."""
+        """Hold exactly `frames`, with `refs` references each (from loaded rows); a frame
+        that nothing references is a free slot."""
         n = len(frames)
         if n > len(self.frames):
             self._grow(n)
@@ -147,3 +148,4 @@ class FramePool:
         self.frames[:n] = frames
         self.refs[:n] = refs
         self._top = n
+        self._free = np.flatnonzero(self.refs[:n] == 0).tolist()

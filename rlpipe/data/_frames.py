@@ -145,10 +145,16 @@ class FrameStorage(ArrayStorage):
         return frames + self.row_frames[0].nbytes * size + other
 
     # -- state ----------------------------------------------------------------------------
-    def state(self, size: int) -> Dict[str, Any]:
-        """The rows' other keys, the frames they use (each once) and their frame indices."""
+    def state(self, size: int, copy: bool = True) -> Dict[str, Any]:
+        """The rows' other keys, frames and the rows' indices into them: copies of the frames
+        the rows use (each once), or with `copy=False` the pool's frames as they lie (views;
+        slots no row uses come back free on load)."""
         if self.arrays is None:
             return {}
+        if not copy:
+            return {"rows": super().state(size, copy=False),
+                    "frames": self.pool.frames[:self.pool.high_water],
+                    "frame_index": self.row_frames[:size], "row_shape": list(self.row_shape)}
         used, inverse = np.unique(self.row_frames[:size], return_inverse=True)
         return {"rows": super().state(size), "frames": self.pool.gather(used),
                 "frame_index": inverse.reshape(size, 2 * self.k).astype(np.int32),
@@ -167,6 +173,10 @@ class FrameStorage(ArrayStorage):
             raise ValueError(f"{self.owner}.load: frame_index has shape {index.shape}, expected "
                              f"({size}, {2 * self.k}) for frame_stack={self.k}; build the buffer "
                              "with the frame_stack it was saved with")
+        if index.size and (index.min() < 0 or index.max() >= len(frames)):
+            raise ValueError(f"{self.owner}.load: frame_index points outside the {len(frames)} "
+                             f"saved frames ({index.min()}..{index.max()}); the file is "
+                             "inconsistent")
         rows = flatten(data.get("rows") or {})
         for path, arr in rows.items():
             if arr.shape[0] != size:

@@ -123,8 +123,8 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         with self._lock:
             return self._tree.get(np.arange(self._size)).copy()
 
-    def _state(self) -> Dict[str, Any]:
-        state = super()._state()
+    def _state(self, copy: bool = True) -> Dict[str, Any]:
+        state = super()._state(copy)
         state.update(alpha=self.alpha, beta=self.beta, eps=self.eps, max_priority=self.max_priority,
                      tree_leaves=self._tree.get(np.arange(self._size)).copy(),
                      write_stamp=self._write_stamp[:self._size].copy(),

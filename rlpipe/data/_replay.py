@@ -144,7 +144,7 @@ class ReplayBuffer(PicklesWithoutLock):
         with self._lock:
             return self._state()
 
-    def _state(self) -> Dict[str, Any]:
+    def _state(self, copy: bool = True) -> Dict[str, Any]:
         return {
             "kind": type(self).__name__,
             "version": 1,
@@ -154,7 +154,7 @@ class ReplayBuffer(PicklesWithoutLock):
             "pushes": self._pushes,
             "rng": self._rng.bit_generator.state,
             "controller": None if self.controller is None else self.controller.state_dict(),
-            "data": self._storage.state(self._size),
+            "data": self._storage.state(self._size, copy),
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -181,8 +181,11 @@ class ReplayBuffer(PicklesWithoutLock):
         """Hook for subclasses, called under the lock."""
 
     def save(self, path: str) -> None:
-        """Write the state to `path` (one .npz file, written atomically, no pickle)."""
-        save_state(self.state_dict(), path)
+        """Write the state to `path` (one .npz file, written atomically, no pickle). The file
+        is written from the buffer's own arrays, not from copies (a frame buffer's frames can
+        be gigabytes), so pushes wait for it."""
+        with self._lock:
+            save_state(self._state(copy=False), path)
 
     def load(self, path: str) -> None:
         """Restore a buffer written by `save(path)`."""

@@ -91,11 +91,12 @@ class ArrayStorage:
         return unflatten({p: a[index] for p, a in self.arrays.items()})
 
     # -- state ----------------------------------------------------------------------------
-    def state(self, size: int) -> Dict[str, Any]:
-        """The first `size` rows of every key (copies), nested."""
+    def state(self, size: int, copy: bool = True) -> Dict[str, Any]:
+        """The first `size` rows of every key, nested: copies, or with `copy=False` views of
+        the storage's own arrays (for a writer that holds the buffer's lock meanwhile)."""
         if self.arrays is None:
             return {}
-        return unflatten({p: a[:size].copy() for p, a in self.arrays.items()})
+        return unflatten({p: a[:size].copy() if copy else a[:size] for p, a in self.arrays.items()})
 
     def load(self, data: Mapping[str, Any], size: int) -> None:
         flat = flatten(data)

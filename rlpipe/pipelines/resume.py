@@ -21,7 +21,6 @@ were refused) and cuts metrics.jsonl and log.txt back to what that checkpoint co
 """
 from __future__ import annotations
 
-import io
 import json
 import logging
 import os
@@ -150,7 +149,8 @@ class RunState:
                 log.warning("resume: the %s envs were not saved (%s); they restart from fresh "
                             "episodes, so this resume is not exact", key, why)
         if resume.get("buffer"):
-            self.buffer.load(io.BytesIO(verified.read(f"{state}/{BUFFER_FILE}")))
+            # loaded from the file, not from bytes in memory (a frame buffer's can be gigabytes)
+            self.buffer.load(str(verified.checked_path(f"{state}/{BUFFER_FILE}")))
         if self.dataset is not None:
             if not resume.get("dataset"):
                 raise ValueError(f"{self.run.root}: the checkpoint holds no data set sampling "

@@ -6,7 +6,6 @@ Data sets live under Minari's root (`MINARI_DATASETS_PATH`, default ~/.minari/da
 """
 from __future__ import annotations
 
-import io
 import math
 import os
 from pathlib import Path
@@ -144,8 +143,8 @@ def _replay_state(run_dir: str) -> Tuple[Dict[str, Any], str]:
         raise ValueError(f"{checkpoint['path']} saved no replay buffer (replay.save_buffer was "
                          f"off, or the run is on-policy); train with --set replay.save_buffer=true")
     _, verified = load_verified(checkpoint["path"], trust=True)
-    data = verified.read(f"{resume['state_dir']}/{BUFFER_FILE}")
-    return load_state(io.BytesIO(data)), str(checkpoint["path"])
+    path = verified.checked_path(f"{resume['state_dir']}/{BUFFER_FILE}")
+    return load_state(str(path)), str(checkpoint["path"])
 
 
 def export_replay(run_dir: str, dataset_id: str, overwrite: bool = False) -> Dict[str, Any]:

@@ -103,14 +103,16 @@ def test_nstep_accumulator_rows_store_about_one_frame_each(n):
 
 def test_save_load_round_trip_and_smaller_file(tmp_path):
     env = Streams(3, seed=2)
-    plain, frames = ReplayBuffer(64, seed=4), FrameReplayBuffer(64, seed=4)
+    # lookback 16 (of 256): the recent stacks it keeps alive for finding the next rows are
+    # saved with the pool's frames, and beside 64 rows 256 stacks would be most of the file
+    plain, frames = ReplayBuffer(64, seed=4), FrameReplayBuffer(64, seed=4, lookback=16)
     for _ in range(30):
         batch = env.batch(2)
         plain.push(batch)
         frames.push(batch)
     plain.save(str(tmp_path / "plain.npz"))
     frames.save(str(tmp_path / "frames.npz"))
-    again = FrameReplayBuffer(64, seed=99)
+    again = FrameReplayBuffer(64, seed=99, lookback=16)
     again.load(str(tmp_path / "frames.npz"))
     assert len(again) == len(frames) and again.position == frames.position
     same(frames.sample(16), again.sample(16))  # the RNG state came back too
@@ -120,6 +122,27 @@ def test_save_load_round_trip_and_smaller_file(tmp_path):
     every = np.arange(len(plain))
     same(plain._storage.read(every), again._storage.read(every))
     assert (tmp_path / "frames.npz").stat().st_size < 0.5 * (tmp_path / "plain.npz").stat().st_size
+
+
+def test_a_saved_pools_unused_slots_come_back_free(tmp_path):
+    # the file holds the pool's frames as they lie (no copy at save time), slots no row uses
+    # among them; loaded, those are free, so pushes reuse them instead of growing the pool
+    env = Streams(3, seed=8)
+    frames = FrameReplayBuffer(48, seed=0, lookback=64)
+    for _ in range(40):
+        frames.push(env.batch(2))
+    frames.save(str(tmp_path / "frames.npz"))
+    again = FrameReplayBuffer(48, seed=0, lookback=64)
+    again.load(str(tmp_path / "frames.npz"))
+    pool = again._storage.pool
+    used = np.unique(again._storage.row_frames[:len(again)])
+    assert pool.live == len(used) < pool.high_water  # the recent stacks' frames were saved too
+    assert sorted(pool._free) == sorted(set(range(pool.high_water)) - set(used.tolist()))
+    same(frames._storage.read(np.arange(48)), again._storage.read(np.arange(48)))
+    top = pool.high_water
+    for _ in range(3):
+        again.push(env.batch(1))  # 9 rows: fewer new frames than the free slots
+    assert pool.high_water == top
 
 
 def test_clear_then_push_samples_only_new_rows():
