@@ -235,9 +235,8 @@ class DDPContext:
         if self._received is not None or task is None:
             raise SystemExit(128 + signum)  # a second signal, or none of a run to finish
         self._received = signum
-        log.warning("data-parallel rank %d: %s: finishing the current iteration and "
-                    "checkpointing (again to abort)", get_rank(), name)
-        task.end_run(f"stopped by {name}")
+        log.warning("data-parallel rank %d: %s: %s", get_rank(), name,
+                    task.end_run_for_signal(signum))
 
     def __exit__(self, exc_type: Any, *exc: Any) -> None:
         global _group

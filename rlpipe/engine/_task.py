@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import signal
 import threading
 import time
 import types
@@ -60,6 +61,7 @@ class Task(RolesMixin, EventsMixin, SharedMixin):
         self._executor: Optional[ThreadPoolExecutor] = None
         self._finish = False
         self._finish_reason: Optional[str] = None
+        self._final_eval = True
         self._lock = threading.RLock()  # the task-wide lock of use(fn, lock=True)
         self._shared = SharedObjects()
         self._reset_stats()
@@ -102,7 +104,7 @@ class Task(RolesMixin, EventsMixin, SharedMixin):
         self._ctx = ctx
         self._ctx_used = False
         self._async = bool(async_mode)
-        self._finish, self._finish_reason = False, None
+        self._finish, self._finish_reason, self._final_eval = False, None, True
         self._reset_stats()
         if self._async:
             self._executor = ThreadPoolExecutor(max_workers=n_workers,
@@ -261,20 +263,41 @@ class Task(RolesMixin, EventsMixin, SharedMixin):
     def finish(self, value: bool) -> None:
         self._finish = bool(value)
         if not self._finish:
-            self._finish_reason = None
+            self._finish_reason, self._final_eval = None, True
 
-    def end_run(self, reason: str) -> None:
+    def end_run(self, reason: str, evaluate: bool = True) -> None:
         """Ask the run to end after the current iteration, saying why: `finish` becomes True
         (so the checkpoint saver and final evaluation still get their last call) and `reason`
         is kept as `finish_reason` (the first reason asked for wins) and logged when the run
-        ends. For code outside the chain too: a signal handler, an event listener, another
-        thread. A middleware that calls it declares `@contract(..., finishes=True)`."""
+        ends. `evaluate=False` skips the final evaluation, for a stop with a deadline (a
+        scheduler's SIGTERM, followed by SIGKILL when its grace period ends), so that the
+        checkpoint is written at once. For code outside the chain too: a signal handler, an
+        event listener, another thread. A middleware that calls it declares
+        `@contract(..., finishes=True)`."""
         if not isinstance(reason, str) or not reason.strip():
             raise ValueError(f"end_run(reason={reason!r}): say why the run ends, e.g. "
                              f"task.end_run('stopped by SIGINT')")
         if self._finish_reason is None:
             self._finish_reason = reason
+        if not evaluate:
+            self._final_eval = False
         self._finish = True
+
+    def end_run_for_signal(self, signum: int) -> str:
+        """End the run as the signal `signum` asks; returns what is done, for the log. A
+        Ctrl-C (SIGINT) gets the final weights evaluated. A SIGTERM comes from a scheduler or
+        a container runtime, which sends SIGKILL when its grace period (often 10-30 s) ends,
+        sooner than an evaluation of long episodes may: the run checkpoints without one."""
+        term = signum == signal.SIGTERM
+        self.end_run(f"stopped by {signal.Signals(signum).name}", evaluate=not term)
+        return ("finishing the current iteration and checkpointing"
+                + (", without a final evaluation" if term else "") + " (again to abort)")
+
+    @property
+    def final_eval_wanted(self) -> bool:
+        """False once an `end_run(..., evaluate=False)` asked to end without evaluating the
+        final weights."""
+        return self._final_eval
 
     @property
     def finish_reason(self) -> Optional[str]:
@@ -318,7 +341,7 @@ class Task(RolesMixin, EventsMixin, SharedMixin):
                 executor, flow, ctx, nodes, deps, counts, totals)
         else:
             iterate = lambda ctx: iterate_sync(flow, ctx, nodes, counts, totals)  # noqa: E731
-        self._finish, self._finish_reason = False, None
+        self._finish, self._finish_reason, self._final_eval = False, None, True
         self._running = True
         saved_pending = self._flow.swap([])
         outer_task = _current._running

@@ -169,7 +169,7 @@ class FinalEvaluation:
             self._request(ctx)
 
     def _request(self, ctx: OnlineRLContext) -> None:
-        if ctx.last_eval_iter != ctx.train_iter:
+        if ctx.last_eval_iter != ctx.train_iter and self._task.final_eval_wanted:
             self._task.emit(FINAL_EVAL, ctx)
 
 
@@ -180,5 +180,6 @@ def final_evaluation() -> FinalEvaluation:
     came later. It asks whoever answers the `FINAL_EVAL` event: the `interaction_evaluator`
     of this process, or the exchange, which has the evaluator process of a distributed run
     evaluate those weights. Nothing is asked when the last evaluation already ran on them
-    (same `train_iter`)."""
+    (same `train_iter`), or when the run was ended with `task.end_run(reason, evaluate=False)`
+    (a SIGTERM: its checkpoint must not wait for an evaluation)."""
     return FinalEvaluation()

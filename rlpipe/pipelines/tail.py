@@ -99,6 +99,15 @@ def _ret(value: Optional[float]) -> str:
     return "none" if value is None else f"{value:.2f}"
 
 
+def _eval_label(result: Dict[str, Any]) -> str:
+    """"final eval" unless the last evaluation is of earlier weights than the run ended with
+    (a run stopped by SIGTERM is not evaluated at its end)."""
+    last, end = result.get("final_eval_iter"), result.get("train_iter")
+    if last is None or end is None or last < 0 or last == end:
+        return "final eval"
+    return "last eval (not of the final weights)"
+
+
 def format_summary(result: Dict[str, Any], stopped_by: Optional[str] = None) -> str:
     """The few lines a person reads at the end of `rlpipe train`: why the run ended, final and
     best return, wall time, the per-middleware profile and the `rlpipe eval` command.
@@ -121,7 +130,7 @@ def format_summary(result: Dict[str, Any], stopped_by: Optional[str] = None) -> 
     lines = [f"run ended: {why}",
              f"{counted}train iterations {result.get('train_iter')}, "
              f"wall time {result.get('wall_time', 0.0):.1f} s",
-             f"final eval return {_ret(_finite(result.get('eval_value')))} "
+             f"{_eval_label(result)} return {_ret(_finite(result.get('eval_value')))} "
              f"(at train_iter {result.get('final_eval_iter')}), "
              f"best {_ret(_finite(result.get('best_eval_value')))}"]
     if result.get("restarted"):  # processes of a distributed run that died and were restarted

@@ -32,7 +32,8 @@ class Interrupted(Exception):
 def graceful_stop() -> Iterator[List[int]]:
     """First SIGINT/SIGTERM: end the run after the current iteration with `task.end_run`
     (the checkpoint saver writes final.pt, envs and threads are closed; the summary and log
-    name the signal), then raise `Interrupted`. A second one aborts at once."""
+    name the signal; a SIGTERM skips the final evaluation: `Task.end_run_for_signal`), then
+    raise `Interrupted`. A second one aborts at once."""
     from rlpipe.engine import task
 
     received: List[int] = []
@@ -41,10 +42,8 @@ def graceful_stop() -> Iterator[List[int]]:
         if received:
             raise KeyboardInterrupt
         received.append(signum)
-        logging.getLogger("rlpipe").warning(
-            "%s: finishing the current iteration and checkpointing (again to abort)",
-            signal.Signals(signum).name)
-        task.end_run(f"stopped by {signal.Signals(signum).name}")
+        logging.getLogger("rlpipe").warning("%s: %s", signal.Signals(signum).name,
+                                            task.end_run_for_signal(signum))
 
     if threading.current_thread() is not threading.main_thread():
         yield received

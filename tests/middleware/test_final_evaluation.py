@@ -68,6 +68,31 @@ def test_a_finish_set_after_it_is_caught_at_the_finish_event():
     assert ctx.last_eval_iter == 8 and ctx.eval_value == 5.0
 
 
+def _stop_at(signum, at_iter):
+    def stop(ctx):  # what a signal handler does, from inside the chain for a fixed iteration
+        if ctx.train_iter == at_iter:
+            from rlpipe.engine import current_task
+            current_task().end_run_for_signal(signum)
+    return stop
+
+
+def test_a_sigterm_ends_the_run_without_evaluating_and_a_ctrl_c_with():
+    # a scheduler's SIGTERM is followed by SIGKILL after a grace period: the checkpoint must
+    # not wait for an evaluation; a person's Ctrl-C gets the final weights evaluated
+    import signal
+
+    for signum, expected in ((signal.SIGTERM, [0]), (signal.SIGINT, [0, 8])):
+        ctx, evaluated = _run([interaction_evaluator(cfg(), _GreedyEval(), FakeEnvManager()),
+                               _stop_at(signum, 4), train, final_evaluation()], max_step=None)
+        assert ctx.train_iter == 8 and evaluated == expected, signum
+    t = Task()  # taking the finish back takes the skipped evaluation back too
+    with t.start(ctx=OnlineRLContext()):
+        t.end_run("stopped by SIGTERM", evaluate=False)
+        assert not t.final_eval_wanted
+        t.finish = False
+        assert t.final_eval_wanted
+
+
 def test_without_an_evaluator_nothing_is_asked():
     ctx, evaluated = _run([train, final_evaluation()], max_step=2)
     assert evaluated == [] and ctx.last_eval_iter == -1

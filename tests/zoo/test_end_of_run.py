@@ -141,9 +141,8 @@ def test_local_backend_run_reports_the_evaluator_processes_final_evaluation(tmp_
     assert "did not stop" not in done.stderr
 
 
-@pytest.mark.slow  # 8-16 s on two busy cores
-def test_ctrl_c_names_the_run_folder_and_summarises_the_final_weights(tmp_path):
-    run_dir = tmp_path / "run"
+def _signal_a_training_run(run_dir, signum):
+    """`rlpipe train cartpole-dqn` sent `signum` once it has trained: (exit code, out, err)."""
     proc = subprocess.Popen(_cli_cmd("train", "cartpole-dqn", "--max-env-steps", "1000000",
                                      "--no-progress", "--run-dir", str(run_dir), *LATE_EVAL),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
@@ -153,18 +152,43 @@ def test_ctrl_c_names_the_run_folder_and_summarises_the_final_weights(tmp_path):
         while not (metrics.exists() and any(r["train_iter"] > 0 for r in read_metrics(run_dir))):
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.2)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130, err
+    return proc.returncode, out, err
+
+
+@pytest.mark.slow  # 8-16 s on two busy cores
+def test_ctrl_c_names_the_run_folder_and_summarises_the_final_weights(tmp_path):
+    run_dir = tmp_path / "run"
+    code, out, err = _signal_a_training_run(run_dir, signal.SIGINT)
+    assert code == 130, err
     assert f"the run folder {run_dir} holds a final checkpoint" in err
     assert f"--resume {run_dir}`" in err and "RUN_DIR" not in err
     assert "run ended: stopped by SIGINT" in err
     assert "the run ended after iteration" in (run_dir / "log.txt").read_text()
     summary = _strict_json(out.strip().splitlines()[-1])
     assert summary["train_iter"] > 0 and summary["final_eval_iter"] == summary["train_iter"]
+
+
+@pytest.mark.slow  # 8-16 s on two busy cores
+def test_sigterm_checkpoints_without_a_final_evaluation(tmp_path):
+    # a scheduler's SIGTERM is followed by SIGKILL after its grace period: the final checkpoint
+    # is written without first evaluating the final weights, and the summary says whose
+    # return it reports
+    run_dir = tmp_path / "run"
+    code, out, err = _signal_a_training_run(run_dir, signal.SIGTERM)
+    assert code == 143, err
+    assert "without a final evaluation" in err and "run ended: stopped by SIGTERM" in err
+    assert f"the run folder {run_dir} holds a final checkpoint" in err
+    summary = _strict_json(out.strip().splitlines()[-1])
+    assert summary["final_eval_iter"] == 0 < summary["train_iter"]  # the first evaluation only
+    assert "last eval (not of the final weights) return" in err
+    assert not [e for e in _evaluations(run_dir) if e[0] == "final eval"]
+    final = load_checkpoint(str(run_dir), which="final")
+    assert final["meta"]["train_iter"] == summary["train_iter"]
 
 
 def test_json_summary_is_strict_without_any_evaluation():
