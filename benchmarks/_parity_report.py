@@ -126,13 +126,19 @@ def task_table(task: ParityTask, runs: List[Dict[str, Any]], reps: int) -> Tuple
     lines += [""] + [f"- final returns, {fw} (seeds {rs[0]['seed']}…{rs[-1]['seed']}): {finals[fw]}"
                      for fw, rs in by_fw.items()]
     if set(by_fw) == set(FRAMEWORKS):
-        # runs recorded before the harness kept CPU time have none: no CPU line for a mix
-        if all(r.get("cpu_time") for rs in by_fw.values() for r in rs):
-            cpu_ratio = paired_ratio(by_fw["rlpipe"], by_fw["sb3"], "cpu_time")
-            cpu = {fw: float(np.median([r["cpu_time"] for r in rs])) for fw, rs in by_fw.items()}
-            lines.append(f"- loop CPU time per run (this process's; median): rlpipe "
+        # runs recorded before the harness kept CPU time have none: the CPU line counts the
+        # runs that have it, and the ratio the seeds where both sides have it
+        timed = {fw: [r for r in rs if r.get("cpu_time")] for fw, rs in by_fw.items()}
+        pairs = {r["seed"] for r in timed["rlpipe"]} & {r["seed"] for r in timed["sb3"]}
+        if pairs:
+            cpu_ratio = paired_ratio(timed["rlpipe"], timed["sb3"], "cpu_time")
+            cpu = {fw: float(np.median([r["cpu_time"] for r in rs])) for fw, rs in timed.items()}
+            every = all(len(timed[fw]) == len(by_fw[fw]) for fw in FRAMEWORKS)
+            some = "" if every else (f" of the runs that recorded it, rlpipe "
+                                     f"{len(timed['rlpipe'])} and SB3 {len(timed['sb3'])}")
+            lines.append(f"- loop CPU time per run (this process's; median{some}): rlpipe "
                          f"{cpu['rlpipe']:.1f} s, SB3 {cpu['sb3']:.1f} s; median per-seed ratio "
-                         f"{cpu_ratio:.2f}× SB3")
+                         f"{cpu_ratio:.2f}× SB3" + ("" if every else f" ({len(pairs)} seeds)"))
         below = [f"{p:,}" for p, o, low in zip(task.points(), curve_point["rlpipe"],
                                                curve_interval["sb3"][0]) if o < low]
         lines.append("- every evaluation point, rlpipe's IQM vs SB3's interval: " + points_verdict(
