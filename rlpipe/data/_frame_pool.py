@@ -9,9 +9,11 @@ pool is `np.zeros`, whose pages the OS commits only when written).
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 import numpy as np
+
+from ._serialize import fill
 
 
 class FramePool:
@@ -138,14 +140,15 @@ class FramePool:
         self._top = 0
         self._recent.clear()
 
-    def load(self, frames: np.ndarray, refs: np.ndarray) -> None:
-        """Hold exactly `frames`, with `refs` references each (from loaded rows); a frame
-        that nothing references is a free slot."""
+    def load(self, frames: Any, refs: np.ndarray) -> None:
+        """Hold exactly `frames` (an array, or a `StoredArray` read straight into the pool),
+        with `refs` references each (from loaded rows); a frame that nothing references is
+        a free slot."""
         n = len(frames)
         if n > len(self.frames):
             self._grow(n)
         self.reset()
-        self.frames[:n] = frames
+        fill(self.frames[:n], frames)
         self.refs[:n] = refs
         self._top = n
         self._free = np.flatnonzero(self.refs[:n] == 0).tolist()

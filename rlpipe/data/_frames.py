@@ -22,6 +22,7 @@ from ._frame_pool import FramePool
 from ._prioritized import PrioritizedReplayBuffer
 from ._replay import ReplayBuffer
 from ._schedule import UpdateSchedule
+from ._serialize import fill
 from ._storage import ArrayStorage
 from ._tree import flatten, path_name
 
@@ -168,7 +169,7 @@ class FrameStorage(ArrayStorage):
             raise ValueError(f"{self.owner}.load: the state holds no frame indices; it was not "
                              f"saved by a frame buffer (load it into a ReplayBuffer)")
         index = np.asarray(data["frame_index"], dtype=np.int64)
-        frames = np.asarray(data["frames"])
+        frames = data["frames"]  # may be a StoredArray: the pool reads it in place
         if index.shape != (size, 2 * self.k):
             raise ValueError(f"{self.owner}.load: frame_index has shape {index.shape}, expected "
                              f"({size}, {2 * self.k}) for frame_stack={self.k}; build the buffer "
@@ -185,7 +186,7 @@ class FrameStorage(ArrayStorage):
         empty = np.zeros((0,) + tuple(int(s) for s in data["row_shape"]), dtype=frames.dtype)
         self.allocate({**rows, ("obs",): empty, ("next_obs",): empty})
         for path, arr in rows.items():
-            self.arrays[path][:size] = arr
+            fill(self.arrays[path][:size], arr)
         self.reset()
         self.pool.load(frames, np.bincount(index.ravel(), minlength=len(frames)))
         self.row_frames[:size] = index

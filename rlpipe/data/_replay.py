@@ -188,8 +188,9 @@ class ReplayBuffer(PicklesWithoutLock):
             save_state(self._state(copy=False), path)
 
     def load(self, path: str) -> None:
-        """Restore a buffer written by `save(path)`."""
-        self.load_state_dict(load_state(path))
+        """Restore a buffer written by `save(path)`, its arrays read from the file straight
+        into the buffer's own."""
+        self.load_state_dict(load_state(path, lazy=True))
 
     # -- misc -----------------------------------------------------------------------------
     def __repr__(self) -> str:

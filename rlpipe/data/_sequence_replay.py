@@ -197,8 +197,9 @@ class SequenceReplayBuffer:
         save_state(self.state_dict(), path)
 
     def load(self, path: str) -> None:
-        """Restore a buffer written by `save(path)`."""
-        self.load_state_dict(load_state(path))
+        """Restore a buffer written by `save(path)`, its arrays read from the file straight
+        into the buffer's own."""
+        self.load_state_dict(load_state(path, lazy=True))
 
     def __repr__(self) -> str:
         return (f"SequenceReplayBuffer(capacity={self.capacity}, len={len(self)}, seq_len="

@@ -5,6 +5,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
+from ._serialize import fill
 from ._tree import Path, as_rows, flatten, path_name, unflatten
 
 
@@ -109,4 +110,4 @@ class ArrayStorage:
                                  f"but the saved size is {size}; the file is inconsistent")
         self.allocate(flat)
         for path, arr in flat.items():
-            self.arrays[path][:size] = arr  # type: ignore[index]
+            fill(self.arrays[path][:size], arr)  # type: ignore[index]
