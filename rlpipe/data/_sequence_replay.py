@@ -172,10 +172,14 @@ class SequenceReplayBuffer:
     # -- state ----------------------------------------------------------------------------
     def state_dict(self) -> Dict[str, Any]:
         """The settings, the inner buffer's state and the controller's counters (copies)."""
+        with self._buffer._lock:
+            return self._state()
+
+    def _state(self, copy: bool = True) -> Dict[str, Any]:
         return {"kind": "SequenceReplayBuffer", "version": 1, "seq_len": self.seq_len,
                 "burn_in": self.burn_in, "prioritized": self.prioritized, "eta": self.eta,
                 "controller": None if self.controller is None else self.controller.state_dict(),
-                "buffer": self._buffer.state_dict()}
+                "buffer": self._buffer._state(copy)}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restore a `state_dict()` of a buffer with the same capacity, lengths and kind."""
@@ -193,8 +197,10 @@ class SequenceReplayBuffer:
             self.controller.load_state_dict(state["controller"])
 
     def save(self, path: str) -> None:
-        """Write the state to `path` (one .npz file, written atomically, no pickle)."""
-        save_state(self.state_dict(), path)
+        """Write the state to `path` (one .npz file, written atomically, no pickle), from the
+        buffer's own arrays rather than copies of them, so pushes wait for it."""
+        with self._buffer._lock:
+            save_state(self._state(copy=False), path)
 
     def load(self, path: str) -> None:
         """Restore a buffer written by `save(path)`, its arrays read from the file straight

@@ -1,11 +1,12 @@
-"""Loading a buffer reads its arrays from the file straight into the buffer's own (no second
-copy of gigabytes of frames in memory)."""
+"""A buffer saves from its own arrays and loads by reading the file straight into them (no
+second copy of gigabytes of frames in memory)."""
 import io
 
 import numpy as np
 import pytest
 
 from rlpipe.data import FrameReplayBuffer, ReplayBuffer, SequenceReplayBuffer
+from rlpipe.data import _replay, _sequence_replay
 from rlpipe.data._serialize import StoredArray, fill, load_state, save_state
 
 from .test_frames import Streams, same
@@ -110,3 +111,34 @@ def test_plain_buffers_stream_their_rows_and_load_from_an_open_file(tmp_path, mo
         again.load(io.BytesIO(f.read()))
     assert reads.streamed and not reads.whole
     same(buf.sample(8), again.sample(8))
+
+
+def _arrays(tree):
+    if isinstance(tree, dict):
+        return [a for v in tree.values() for a in _arrays(v)]
+    return [tree] if isinstance(tree, np.ndarray) else []
+
+
+@pytest.mark.parametrize("kind", ["replay", "frames", "sequence"])
+def test_save_writes_the_buffers_own_arrays_not_copies(tmp_path, monkeypatch, kind):
+    rng = np.random.default_rng(4)
+    if kind == "replay":
+        buf = ReplayBuffer(32, seed=0)
+        buf.push({"obs": rng.random((20, 6), dtype=np.float32), "action": rng.integers(0, 3, 20)})
+        held = buf._storage.arrays
+    elif kind == "frames":
+        buf = FrameReplayBuffer(32, seed=0)
+        buf.push(Streams(2, seed=1).batch(5))
+        held = {"frames": buf._storage.pool.frames, **buf._storage.arrays}
+    else:
+        buf = SequenceReplayBuffer(8, seq_len=3, burn_in=1, seed=0)
+        buf.push({"obs": rng.random((6, 4, 5), dtype=np.float32), "mask": np.ones((6, 4), bool),
+                  "state": rng.random((6, 2), dtype=np.float32)})
+        held = buf._buffer._storage.arrays
+    written = []
+    for module in (_replay, _sequence_replay):
+        monkeypatch.setattr(module, "save_state", lambda state, path: written.append(state))
+    buf.save(str(tmp_path / "b.npz"))
+    arrays = _arrays(written[0])
+    for name, own in held.items():
+        assert any(np.shares_memory(a, own) for a in arrays), name
