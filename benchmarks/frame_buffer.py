@@ -17,7 +17,9 @@ plain, measured in this run.
 `--memory` fills a FrameReplayBuffer of 100k rows (about 0.7 GB of frames) and measures, each
 in a fresh process, the peak resident memory above the filled buffer of `save()` and of
 `load()` from the file (what a checkpoint and a resume do), beside the same from copies
-(`save_state(state_dict())`) and from the file's bytes in memory (`load(BytesIO(bytes))`).
+(`save_state(state_dict())`), from the file's bytes in memory (`load(BytesIO(bytes))`) and
+with each array read whole before it is copied into the buffer
+(`load_state_dict(load_state(path))`); the loads also report their CPU seconds.
 """
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rlpipe.data import FrameReplayBuffer, NStepAccumulator, ReplayBuffer  # noqa: E402
-from rlpipe.data._serialize import save_state  # noqa: E402
+from rlpipe.data._serialize import load_state, save_state  # noqa: E402
 
 N_ENVS, K = 8, 4
 
@@ -93,38 +95,43 @@ def peak_mb() -> float:
 
 
 def memory_child(how: str, path: str) -> None:
-    """One measurement, in this (fresh) process: prints the peak MB above the starting point."""
+    """One measurement, in this (fresh) process: prints the peak MB above the starting point
+    and the CPU seconds of the step."""
     buf = FrameReplayBuffer(MEMORY_ROWS, seed=0)
     if how.startswith("save"):
         for batch in steps(MEMORY_ROWS // N_ENVS + 10):
             buf.push(batch)
-    start = peak_mb()
+    start, cpu = peak_mb(), time.process_time()
     if how == "save":
         buf.save(path)
     elif how == "save-copies":
         save_state(buf.state_dict(), path)
     elif how == "load":
         buf.load(path)
+    elif how == "load-whole":
+        buf.load_state_dict(load_state(path))
     else:  # load-bytes
         with open(path, "rb") as f:
             buf.load(io.BytesIO(f.read()))
-    print(f"{peak_mb() - start:.0f}")
+    print(f"{peak_mb() - start:.0f} {time.process_time() - cpu:.2f}")
 
 
 def memory() -> None:
     with tempfile.TemporaryDirectory() as folder:
         path = f"{folder}/buffer.npz"
         figures = {}
-        for how in ("save-copies", "save", "load-bytes", "load"):
+        for how in ("save-copies", "save", "load-bytes", "load-whole", "load"):
             out = subprocess.run([sys.executable, __file__, "--memory-child", how, path],
                                  check=True, capture_output=True, text=True).stdout
-            figures[how] = float(out.split()[-1])
+            figures[how] = [float(x) for x in out.split()[-2:]]  # peak MB, CPU s
         size = Path(path).stat().st_size / 2**20
     print(f"FrameReplayBuffer of {MEMORY_ROWS:,} rows, file {size:,.0f} MB; peak MB above the "
           f"buffer, each in a fresh process")
-    print(f"save(): {figures['save']:,.0f} (from copies: {figures['save-copies']:,.0f})")
-    print(f"load(path) above an empty buffer: {figures['load']:,.0f} "
-          f"(from the bytes in memory: {figures['load-bytes']:,.0f})")
+    print(f"save(): {figures['save'][0]:,.0f} (from copies: {figures['save-copies'][0]:,.0f})")
+    (mb, cpu), (whole_mb, whole_cpu) = figures["load"], figures["load-whole"]
+    print(f"load(path) above an empty buffer: {mb:,.0f} MB, {cpu:.2f} CPU s (each array read "
+          f"whole, then copied: {whole_mb:,.0f} MB, {whole_cpu:.2f} CPU s; from the bytes in "
+          f"memory: {figures['load-bytes'][0]:,.0f} MB)")
 
 
 def main() -> None:
