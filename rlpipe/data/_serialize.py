@@ -15,9 +15,8 @@ import tempfile
 import zipfile
 from typing import IO, Any, Dict, List, Tuple, Union
 
-import numpy.lib.format as npy
-
 import numpy as np
+import numpy.lib.format as npy
 
 _HEADER = "__rlpipe_state__"
 _CHUNK = 8 << 20  # bytes read at a time when streaming an array into place
@@ -33,10 +32,6 @@ class StoredArray:
                  fortran_order: bool) -> None:
         self.source, self.member = source, member
         self.shape, self.dtype, self.fortran_order = tuple(shape), np.dtype(dtype), fortran_order
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
 
     @property
     def nbytes(self) -> int:
@@ -55,14 +50,17 @@ class StoredArray:
         self.read_into(out)
         return out if dtype is None else out.astype(dtype, copy=False)
 
-    def read_into(self, out: np.ndarray) -> None:
-        """Read the array's bytes from the file into `out`, which has its shape, dtype and
-        memory order, in chunks of 8 MB."""
+    def fits(self, out: np.ndarray) -> bool:
+        """Whether `out` has this array's shape and dtype and is contiguous in its order."""
         order_ok = out.flags.f_contiguous if self.fortran_order else out.flags.c_contiguous
-        if out.shape != self.shape or out.dtype != self.dtype or not order_ok:
-            raise ValueError(f"{self!r}.read_into: the target has shape {out.shape}, dtype "
-                             f"{out.dtype} and is {'not ' if not order_ok else ''}contiguous in the "
-                             f"stored order; pass an array of the stored shape and dtype")
+        return out.shape == self.shape and out.dtype == self.dtype and order_ok
+
+    def read_into(self, out: np.ndarray) -> None:
+        """Read the array's bytes from the file into `out`, which `fits` it, in chunks of 8 MB."""
+        if not self.fits(out):
+            raise ValueError(f"{self!r}.read_into: the target has shape {out.shape} and dtype "
+                             f"{out.dtype}, or is not contiguous in the stored order; pass an "
+                             f"array of the stored shape and dtype")
         flat = out.reshape(-1, order="A").view(np.uint8)
         with zipfile.ZipFile(self.source) as archive, archive.open(self.member) as f:
             _read_header(f, self.member)
@@ -76,8 +74,7 @@ class StoredArray:
 def fill(dest: np.ndarray, value: Any) -> None:
     """`dest[...] = value`, streaming `value` from its file when it is a `StoredArray` of
     `dest`'s shape and dtype (no second copy in memory)."""
-    if (isinstance(value, StoredArray) and value.shape == dest.shape and value.dtype == dest.dtype
-            and not value.fortran_order and dest.flags.c_contiguous):
+    if isinstance(value, StoredArray) and value.fits(dest):
         value.read_into(dest)
     else:
         dest[...] = np.asarray(value)
